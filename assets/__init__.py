@@ -1,0 +1,1 @@
+"""Thin Dagster assets: each reads like a sentence and calls into `pipeline`."""

@@ -1,0 +1,76 @@
+"""responses and scores, partitioned benchmark x model (models come from data/models.yaml)."""
+
+
+import dagster as dg
+import pandas as pd
+
+from pipeline import schema
+from pipeline.engines import run_with_cache
+from pipeline.inference import plan, response_rows
+from pipeline.scoring.rules import score_response
+from resources.engines import ModelsResource
+
+models_partitions = dg.DynamicPartitionsDefinition(name="models")
+benchmark_x_model = dg.MultiPartitionsDefinition({
+    "benchmark": dg.StaticPartitionsDefinition(list(schema.BENCHMARKS)),
+    "model": models_partitions,
+})
+# Re-run a partition when its prompts or items change; the response cache makes that cheap.
+follow_upstream = dg.AutomationCondition.eager()
+
+
+def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
+    keys = context.partition_key.keys_by_dimension
+    return keys["benchmark"], keys["model"]
+
+
+@dg.asset(
+    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream,
+    check_specs=[dg.AssetCheckSpec("error_rate", asset="responses",
+                                   description="share of prompts that failed after retries")],
+)
+def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: pd.DataFrame,
+              items: pd.DataFrame):
+    """The model's answer to every prompt of the benchmark, served from the response cache where
+    the same model, engine parameters, prompt and sampling parameters were seen before."""
+    benchmark, model = _partition(context)
+    spec = models.spec(model)
+    engine = models.engine(model)
+    items_by_id = {it["item_id"]: it for it in schema.records(items[items["benchmark"] == benchmark])}
+    planned = plan(spec, engine.identity(), benchmark,
+                   schema.records(prompts[prompts["benchmark"] == benchmark]), items_by_id)
+    cache = models.response_cache()
+    try:
+        completions, stats = run_with_cache(engine, [req for _, req in planned], cache, log=context.log.info)
+    finally:
+        cache.close()
+    frame = schema.to_frame(response_rows(model, planned, completions), schema.RESPONSES)
+    yield dg.Output(frame, metadata={
+        "prompts": stats.requested, "cache_hits": stats.cache_hits, "prompts_sent": stats.sent,
+        "errors": stats.errors, "engine_seconds": round(stats.seconds, 3),
+        "output_tokens_per_s": round(stats.tokens_out / stats.seconds, 1) if stats.seconds else 0.0,
+    })
+    rate = stats.errors / stats.requested if stats.requested else 0.0
+    yield dg.AssetCheckResult(check_name="error_rate", passed=rate <= 0.05, severity=dg.AssetCheckSeverity.WARN,
+                              metadata={"error_rate": rate, "errors": stats.errors})
+
+
+@dg.asset(
+    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, automation_condition=follow_upstream,
+)
+def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Rule scores for each response: option extraction, label match, fill-in-the-blank, chrF/BLEU.
+    Items only a judge can score get a null score with the reason."""
+    by_id = {it["item_id"]: it for it in schema.records(items[items["item_id"].isin(responses["item_id"])])}
+    rows = []
+    for resp in schema.records(responses):
+        scored = score_response(by_id[resp["item_id"]], resp["text"], resp["error"])
+        rows.append({k: resp[k] for k in ("item_id", "benchmark", "variant", "setting", "model")} | scored)
+    frame = schema.to_frame(rows, schema.SCORES)
+    scored = frame["score"].notna()
+    return dg.Output(frame, metadata={
+        "responses": len(frame), "scored": int(scored.sum()),
+        "mean_score": float(frame.loc[scored, "score"].mean()) if scored.any() else 0.0,
+    })

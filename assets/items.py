@@ -1,0 +1,92 @@
+"""items, quarantine, dedup, script variants and prompts: everything before a model is asked."""
+
+
+import dagster as dg
+import pandas as pd
+
+from pipeline import schema
+from pipeline.dedup import DedupParams, cluster
+from pipeline.prompts import build_prompt_rows
+from pipeline.script import make_variant
+from pipeline.standardize import standardize
+
+RAW_KEYS = [f"raw_{b}" for b in schema.BENCHMARKS]
+
+
+def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
+    """Data version from content, so an unchanged table does not mark its downstream stale."""
+    return dg.DataVersion(schema.stable_hash(frame[columns].astype(str).values.tolist()))
+
+
+@dg.multi_asset(
+    group_name="items", code_version="1", can_subset=False,
+    ins={key: dg.AssetIn(key) for key in RAW_KEYS},
+    outs={
+        "items": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
+                             description="Every benchmark item in the one schema (pipeline/schema.py)."),
+        "quarantine": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
+                                  description="Rows that could not become items, with file, locator and reason."),
+    },
+)
+def standardized_items(**raw_frames: pd.DataFrame):
+    raw = pd.concat(raw_frames.values(), ignore_index=True)
+    readable = raw[raw["reason"].isna()].drop(columns=["reason", "raw"])
+    items, duplicates = standardize(schema.records(readable))
+    quarantined = schema.records(raw[raw["reason"].notna()][schema.QUARANTINE.names]) + duplicates
+    items_frame = schema.to_frame(items, schema.ITEMS)
+    yield dg.Output(items_frame, output_name="items",
+                    data_version=_frame_version(items_frame, ["item_id", "content_hash", "answer_hash"]),
+                    metadata={"per benchmark": dg.MetadataValue.json(
+                        items_frame.groupby("benchmark").size().to_dict())})
+    yield dg.Output(schema.to_frame(quarantined, schema.QUARANTINE), output_name="quarantine",
+                    metadata={"rows": len(quarantined)})
+
+
+@dg.multi_asset(
+    group_name="items", code_version="1", can_subset=False,
+    outs={
+        "dedup_clusters": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
+                                      description="Near- and exact-duplicate clusters (MinHashLSH + Jaccard)."),
+        "contamination": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
+                                     description="Duplicate pairs that cross benchmarks."),
+    },
+    check_specs=[dg.AssetCheckSpec("consistent_gold", asset="dedup_clusters",
+                                   description="duplicates within a benchmark share their gold answer")],
+)
+def dedup(items: pd.DataFrame):
+    records = schema.records(items)
+    rows, contamination = cluster(records, DedupParams())
+    clusters = schema.to_frame(rows, schema.DEDUP_CLUSTERS)
+    yield dg.Output(clusters, output_name="dedup_clusters", metadata={
+        "clusters": int(clusters["cluster_id"].nunique()) if len(clusters) else 0,
+        "items in clusters": len(clusters)})
+    yield dg.Output(schema.to_frame(contamination, schema.CONTAMINATION), output_name="contamination",
+                    metadata={"pairs": len(contamination)})
+    answers = items.set_index("item_id")["answer_hash"]
+    conflicts = []
+    if len(clusters):
+        with_answer = clusters.assign(answer_hash=clusters["item_id"].map(answers))
+        for (cluster_id, bench), group in with_answer.groupby(["cluster_id", "benchmark"]):
+            if group["answer_hash"].nunique() > 1:
+                conflicts.append(sorted(group["item_id"]))
+    yield dg.AssetCheckResult(check_name="consistent_gold", asset_key="dedup_clusters",
+                              passed=not conflicts, severity=dg.AssetCheckSeverity.WARN,
+                              metadata={"conflicting clusters": dg.MetadataValue.json(conflicts[:50])})
+
+
+@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"})
+def item_variants(items: pd.DataFrame) -> pd.DataFrame:
+    """Each item as stored (original), in simplified (OpenCC t2s) and in traditional (s2t) script."""
+    records = schema.records(items)
+    rows = [make_variant(item, variant) for item in records for variant in schema.VARIANTS]
+    return schema.to_frame(rows, schema.ITEM_VARIANTS)
+
+
+@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"})
+def prompts(items: pd.DataFrame, item_variants: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Every item variant rendered under each protocol setting of its benchmark (pipeline/protocols.yaml)."""
+    rows = build_prompt_rows(schema.records(items), schema.records(item_variants))
+    frame = schema.to_frame(rows, schema.PROMPTS)
+    per_setting = {f"{b}/{s}": int(n) for (b, s), n in frame.groupby(["benchmark", "setting"]).size().items()}
+    return dg.Output(frame, data_version=_frame_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
+                     metadata={"per setting": dg.MetadataValue.json(per_setting)})

@@ -1,0 +1,28 @@
+"""The DuckDB warehouse: base tables from the lake, then every view and aggregate in sql/."""
+
+
+import dagster as dg
+
+from pipeline import paths
+from pipeline.warehouse import build as build_warehouse
+from resources.engines import WarehouseResource
+from assets.evaluate import responses, scores
+
+
+@dg.asset(
+    group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
+    deps=["items", "quarantine", "dedup_clusters", "contamination", "item_variants", responses, scores],
+    automation_condition=dg.AutomationCondition.eager(),
+    check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
+                                   description="one score row per response row")],
+)
+def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource):
+    """items, quarantine, dedup_clusters, contamination, item_variants, responses, scores, plus
+    model_task_scores and the leaderboard view (sql/)."""
+    db_path = warehouse_db.path()
+    counts = build_warehouse(db_path, paths.lake_dir(), paths.SQL_DIR)
+    context.log.info(f"warehouse {db_path}: {counts}")
+    yield dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)),
+                                         "tables": dg.MetadataValue.json(counts)})
+    yield dg.AssetCheckResult(check_name="scores_match_responses", passed=counts["scores"] == counts["responses"],
+                              metadata={"responses": counts["responses"], "scores": counts["scores"]})

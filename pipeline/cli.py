@@ -1,0 +1,108 @@
+"""`wenheng run | query | leaderboard`: the pipeline from a terminal, sharing run history with
+`dagster dev` (both use the project's .dagster_home unless DAGSTER_HOME says otherwise)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from pipeline import paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="wenheng", description="Classical-Chinese LLM benchmarks as a Dagster pipeline")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run_p = sub.add_parser("run", help="materialize the pipeline in-process and print the leaderboard")
+    run_p.add_argument("--sources", help="sources file (default data/sources.yaml or $WENHENG_SOURCES)")
+    run_p.add_argument("--models", help="models file (default data/models.yaml or $WENHENG_MODELS)")
+    run_p.add_argument("--select", help="Dagster asset selection, e.g. 'key:items+' (default: everything)")
+    run_p.add_argument("--model", action="append", help="only these models' partitions (repeatable)")
+    q_p = sub.add_parser("query", help="run SQL (a string or a .sql file) on the warehouse, read-only")
+    q_p.add_argument("sql")
+    lb_p = sub.add_parser("leaderboard", help="print the leaderboard (optionally one benchmark)")
+    lb_p.add_argument("benchmark", nargs="?")
+    args = parser.parse_args(argv)
+
+    from pipeline.config import ConfigError
+
+    try:
+        if args.command == "run":
+            return run(args)
+        if args.command == "query":
+            return query(args.sql)
+        return leaderboard(args.benchmark)
+    except (ConfigError, FileNotFoundError) as exc:
+        print(f"wenheng: {exc}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.sources:
+        os.environ["WENHENG_SOURCES"] = str(Path(args.sources).resolve())
+    if args.models:
+        os.environ["WENHENG_MODELS"] = str(Path(args.models).resolve())
+    os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+
+    from pipeline.config import load_models, load_sources
+    from pipeline.runner import run_pipeline
+
+    sources, models = load_sources(paths.sources_file()), load_models(paths.models_file())
+    wanted = args.model or list(models)
+    unknown = sorted(set(wanted) - set(models))
+    if unknown:
+        print(f"wenheng: unknown models {unknown}; configured: {', '.join(models)}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    ok = run_pipeline(benchmarks=list(sources), models=wanted, selection=args.select, log=_say)
+    _say(f"{'done' if ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
+    if ok and paths.warehouse_file().is_file():
+        leaderboard(None)
+    return 0 if ok else 1
+
+
+def query(sql: str) -> int:
+    from pipeline.warehouse import connect_readonly
+
+    text = Path(sql).read_text(encoding="utf-8") if sql.endswith(".sql") and Path(sql).is_file() else sql
+    with connect_readonly(paths.warehouse_file()) as con:
+        frame = con.execute(text).df()
+    _print_frame(frame)
+    return 0
+
+
+def leaderboard(benchmark: str | None) -> int:
+    from pipeline.warehouse import connect_readonly
+
+    with connect_readonly(paths.warehouse_file()) as con:
+        frame = con.execute("SELECT * FROM leaderboard" + (" WHERE benchmark = ?" if benchmark else ""),
+                            [benchmark] if benchmark else []).df()
+    if frame.empty:
+        print("leaderboard is empty: no scored items yet")
+        return 0
+    frame["column"] = frame["benchmark"] + "/" + frame["setting"] + (
+        "" if frame["variant"].nunique() == 1 else "/" + frame["variant"])
+    table = frame.pivot_table(index="model", columns="column", values="score", aggfunc="first")
+    table = table.sort_values(table.columns[0], ascending=False)
+    print("\nLeaderboard (score x100; each benchmark aggregated by its paper's rule; see sql/20_leaderboard.sql)")
+    _print_frame(table.reset_index())
+    return 0
+
+
+def _print_frame(frame) -> None:
+    import pandas as pd
+
+    with pd.option_context("display.max_rows", 200, "display.max_columns", 50, "display.width", 200,
+                           "display.unicode.east_asian_width", True):
+        print(frame.to_string(index=False))
+
+
+def _say(message: str) -> None:
+    print(f"[wenheng] {message}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""The one Definitions object: assets, resources, jobs, schedule and sensor.
+
+Loaded by `dagster dev -w workspace.yaml` and by `wenheng run` alike."""
+
+from __future__ import annotations
+
+import warnings
+
+import dagster as dg
+
+# Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
+
+from assets.evaluate import benchmark_x_model, models_partitions, responses, scores
+from assets.items import dedup, item_variants, prompts, standardized_items
+from assets.sources import raw_assets
+from assets.warehouse import warehouse
+from pipeline import paths
+from pipeline.config import ConfigError, load_models
+from resources.engines import ModelsResource, SourcesResource, WarehouseResource
+from resources.lake import ParquetLakeIOManager
+
+prepare_job = dg.define_asset_job(
+    "prepare", selection=dg.AssetSelection.groups("sources", "items"),
+    description="Sources -> items -> dedup -> script variants -> prompts.")
+evaluate_job = dg.define_asset_job(
+    "evaluate", selection=dg.AssetSelection.assets(responses, scores), partitions_def=benchmark_x_model,
+    description="One benchmark x model partition: inference through the response cache, then scoring.")
+publish_job = dg.define_asset_job(
+    "publish", selection=dg.AssetSelection.assets(warehouse),
+    description="Load the lake into data/warehouse.duckdb and build sql/ views.")
+
+# Nightly rebuild of the inputs; responses, scores and the warehouse follow through their
+# eager automation conditions, and the response cache keeps unchanged prompts free.
+nightly_rebuild = dg.ScheduleDefinition(name="nightly_rebuild", job=prepare_job, cron_schedule="0 3 * * *")
+
+
+@dg.sensor(minimum_interval_seconds=60, description="Adds a model partition for each entry of models.yaml.")
+def models_sensor(context: dg.SensorEvaluationContext):
+    try:
+        names = sorted(load_models(paths.models_file()))
+    except ConfigError as exc:
+        return dg.SkipReason(str(exc))
+    known = set(context.instance.get_dynamic_partitions(models_partitions.name))
+    new = [n for n in names if n not in known]
+    if not new:
+        return dg.SkipReason("every configured model already has partitions")
+    return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
+
+
+defs = dg.Definitions(
+    assets=[*raw_assets, standardized_items, dedup, item_variants, prompts, responses, scores, warehouse],
+    jobs=[prepare_job, evaluate_job, publish_job],
+    schedules=[nightly_rebuild],
+    sensors=[models_sensor],
+    resources={
+        "lake": ParquetLakeIOManager(),
+        "sources": SourcesResource(),
+        "models": ModelsResource(),
+        "warehouse_db": WarehouseResource(),
+    },
+)

@@ -1,0 +1,82 @@
+"""Engines behind one interface: given requests, return completions in the same order.
+
+`run_with_cache` puts the response cache in front of any engine: only prompts whose cache key
+is missing are sent, identical prompts are sent once, and each result is stored as it arrives."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol, Sequence
+
+from pipeline.schema import stable_hash
+
+
+@dataclass(frozen=True)
+class Request:
+    cache_key: str
+    messages: tuple[dict[str, str], ...]
+    max_tokens: int
+    temperature: float = 0.0
+    # What baselines need to answer; never shown to a real model.
+    choices: tuple[str, ...] = ()
+    answer: str | None = None
+    labels: tuple[str, ...] = ()
+
+
+@dataclass
+class Completion:
+    text: str | None
+    finish_reason: str | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_s: float | None = None
+    error: str | None = None
+
+
+class Engine(Protocol):
+    def identity(self) -> dict[str, Any]:
+        """Everything that changes outputs (engine kind, weights, dtype, template use)."""
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        """One completion per request, same order. Errors are returned, not raised."""
+
+
+def cache_key(model: str, identity: dict[str, Any], messages: Iterable[dict[str, str]],
+              sampling: dict[str, Any]) -> str:
+    return stable_hash({"model": model, "engine": identity, "messages": list(messages), "sampling": sampling})
+
+
+@dataclass
+class InferenceStats:
+    requested: int = 0
+    cache_hits: int = 0
+    sent: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    tokens_out: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_with_cache(engine: Engine, requests: Sequence[Request], cache,
+                   log: Callable[[str], None] = lambda _: None) -> tuple[dict[str, Completion], InferenceStats]:
+    stats = InferenceStats(requested=len(requests))
+    keys = list(dict.fromkeys(r.cache_key for r in requests))
+    found = cache.get_many(keys)
+    stats.cache_hits = sum(1 for r in requests if r.cache_key in found)
+    unique_missing = {r.cache_key: r for r in requests if r.cache_key not in found}
+    todo = list(unique_missing.values())
+    log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send")
+    if todo:
+        started = time.perf_counter()
+        completions = engine.generate(todo)
+        stats.seconds = time.perf_counter() - started
+        stats.sent = len(todo)
+        for req, comp in zip(todo, completions, strict=True):
+            found[req.cache_key] = comp
+            stats.tokens_out += comp.tokens_out or 0
+            if comp.error:
+                stats.errors += 1
+            else:
+                cache.put(req.cache_key, comp)  # failures are not cached: the next run retries them
+    return found, stats

@@ -1,0 +1,53 @@
+"""Planning one inference partition (benchmark x model) and turning completions into response rows."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from pipeline.config import ModelSpec
+from pipeline.engines import Completion, Request, cache_key
+from pipeline.prompts import settings_for
+
+
+def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Iterable[dict[str, Any]],
+         items_by_id: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Request]]:
+    """The prompts this model answers for this benchmark (its variants x settings), as requests."""
+    settings = set(settings_for(benchmark, spec.settings.get(benchmark)))
+    temperature = float(spec.sampling.get("temperature", 0.0))
+    cap = spec.sampling.get("max_tokens")
+    planned = []
+    for row in prompts:
+        if row["benchmark"] != benchmark or row["variant"] not in spec.variants or row["setting"] not in settings:
+            continue
+        item = items_by_id[row["item_id"]]
+        messages = json.loads(row["messages"])
+        max_tokens = int(row["max_tokens"]) if cap is None else min(int(row["max_tokens"]), int(cap))
+        sampling = {"temperature": temperature, "max_tokens": max_tokens}
+        meta = json.loads(item["metadata"] or "{}")
+        n_options = len(item["choices"]) if item["choices"] is not None else 0
+        if not n_options and item["format"] in ("mcq_single", "mcq_multi"):
+            n_options = 4  # options inline in the question text
+        planned.append((row, Request(
+            cache_key=cache_key(spec.name, identity, messages, sampling),
+            messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
+            choices=tuple("ABCDEFGH"[:n_options]), answer=item["answer"], labels=tuple(meta.get("labels", ())),
+        )))
+    return planned
+
+
+def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
+                  completions: dict[str, Completion]) -> list[dict[str, Any]]:
+    now = datetime.now(timezone.utc)
+    rows = []
+    for row, req in planned:
+        comp = completions[req.cache_key]
+        rows.append({
+            "item_id": row["item_id"], "benchmark": row["benchmark"], "variant": row["variant"],
+            "setting": row["setting"], "model": model, "prompt_hash": row["prompt_hash"],
+            "cache_key": req.cache_key, "text": comp.text, "finish_reason": comp.finish_reason,
+            "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out, "latency_s": comp.latency_s,
+            "error": comp.error, "created_at": now,
+        })
+    return rows

@@ -1,0 +1,41 @@
+"""Where things live. Defaults sit inside the project; environment variables override them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = PROJECT_ROOT / "data"
+SQL_DIR = PROJECT_ROOT / "sql"
+
+
+def _env_path(name: str, default: Path) -> Path:
+    value = os.environ.get(name)
+    return Path(value).expanduser().resolve() if value else default
+
+
+def sources_file() -> Path:
+    return _env_path("WENHENG_SOURCES", DATA_DIR / "sources.yaml")
+
+
+def models_file() -> Path:
+    return _env_path("WENHENG_MODELS", DATA_DIR / "models.yaml")
+
+
+def warehouse_file() -> Path:
+    return _env_path("WENHENG_WAREHOUSE", DATA_DIR / "warehouse.duckdb")
+
+
+def lake_dir() -> Path:
+    """Parquet files written by the assets (one file per asset or partition)."""
+    return _env_path("WENHENG_LAKE", DATA_DIR / "lake")
+
+
+def cache_dir() -> Path:
+    """Response cache and converted models; expensive to rebuild, cheap to keep."""
+    return _env_path("WENHENG_CACHE", DATA_DIR / "cache")
+
+
+def dagster_home() -> Path:
+    return _env_path("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")

@@ -1,0 +1,111 @@
+"""Rendering prompts from the protocol table (pipeline/protocols.yaml): data, not code branches."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from pipeline.schema import stable_hash
+
+PROTOCOLS_FILE = Path(__file__).with_name("protocols.yaml")
+LETTERS = "ABCDEFGH"
+
+
+@lru_cache(maxsize=None)
+def protocols() -> dict[str, Any]:
+    return yaml.safe_load(PROTOCOLS_FILE.read_text(encoding="utf-8"))
+
+
+def settings_for(benchmark: str, requested: Iterable[str] | None = None) -> list[str]:
+    proto = protocols().get(benchmark)
+    if proto is None:
+        return []
+    names = list(requested or proto["default_settings"])
+    unknown = [n for n in names if n not in proto["settings"]]
+    if unknown:
+        raise ValueError(f"{benchmark}: unknown settings {unknown}; known: {sorted(proto['settings'])}")
+    return names
+
+
+def options_text(choices: list[str]) -> str:
+    return "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+
+
+def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
+           shots: list[dict[str, Any]] = ()) -> tuple[list[dict[str, str]], int]:
+    """(chat messages, max_tokens) for one item variant under one setting.
+
+    `item` gives task and metadata, `variant` the text in the chosen script; `shots` are
+    candidate few-shot examples (already in the same variant), used in order."""
+    proto = protocols()[item["benchmark"]]
+    spec = proto["settings"][setting]
+    meta = item["metadata"] if isinstance(item["metadata"], dict) else json.loads(item["metadata"] or "{}")
+    fields = {
+        "question": variant.get("question") or "",
+        "context": variant.get("context") or "",
+        "options": options_text(list(variant.get("choices") or [])),
+        "topic": meta.get("topic_zh", item.get("domain") or ""),
+        "examples": "",
+    }
+    template = spec.get("template") or _pick(spec["templates"], item)
+    want = min(spec.get("shots", 0), proto.get("shots_per_task", {}).get(item["task"], spec.get("shots", 0)))
+    examples = [_example(spec["example"], n + 1, s) for n, s in enumerate(shots[:want])] if want else []
+    while True:
+        fields["examples"] = "".join(examples)
+        text = template.format(**fields)
+        if not examples or len(text) <= proto.get("max_prompt_chars", 10**9):
+            break
+        examples.pop()  # fewer shots rather than an overflowing context
+    max_tokens = spec.get("max_tokens_per_format", {}).get(item["format"], spec.get("max_tokens", 256))
+    return [{"role": "user", "content": text}], int(max_tokens)
+
+
+def _pick(templates: dict[str, str], item: dict[str, Any]) -> str:
+    for key in (item["task"], item["format"], "default"):
+        if key in templates:
+            return templates[key]
+    raise KeyError(f"no prompt template for task {item['task']!r} / format {item['format']!r}")
+
+
+def _example(template: str, n: int, shot: dict[str, Any]) -> str:
+    meta = shot["metadata"] if isinstance(shot["metadata"], dict) else json.loads(shot["metadata"] or "{}")
+    return template.format(n=n, question=shot.get("question") or "", options=options_text(list(shot["choices"])),
+                           answer=shot.get("answer") or "", explanation=meta.get("explanation", ""))
+
+
+def prompt_hash(messages: list[dict[str, str]]) -> str:
+    return stable_hash(messages)
+
+
+def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every item x variant x protocol setting of its benchmark -> one prompt row."""
+    by_id = {it["item_id"]: it for it in items}
+    # Few-shot pools: the dev split of each task, in file order, per script variant.
+    pools: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for v in variants:
+        item = by_id[v["item_id"]]
+        if item["split"] == "dev" and item.get("answer"):
+            pools.setdefault((item["benchmark"], item["task"], v["variant"]), []).append(
+                {**v, "metadata": item["metadata"], "_order": _locator_order(item["source_locator"])})
+    for pool in pools.values():
+        pool.sort(key=lambda s: s["_order"])
+    rows = []
+    for v in variants:
+        item = by_id[v["item_id"]]
+        pool = [s for s in pools.get((item["benchmark"], item["task"], v["variant"]), [])
+                if s["item_id"] != item["item_id"]]
+        for setting in protocols().get(item["benchmark"], {}).get("settings", {}):
+            messages, max_tokens = render(item, v, setting, pool)
+            rows.append({"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": v["variant"],
+                         "setting": setting, "messages": json.dumps(messages, ensure_ascii=False),
+                         "max_tokens": max_tokens, "prompt_hash": prompt_hash(messages)})
+    return rows
+
+
+def _locator_order(locator: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in str(locator) if ch.isdigit())
+    return (int(digits) if digits else 0, str(locator))

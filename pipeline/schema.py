@@ -1,0 +1,176 @@
+"""The one place that defines wenheng's tables: items, quarantine, responses, scores.
+
+Every stage builds plain dicts, then `to_frame(rows, SCHEMA)` turns them into a pandas frame
+with exactly these columns and Arrow types, so parquet files and DuckDB tables always agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Iterable
+
+import pandas as pd
+import pyarrow as pa
+
+BENCHMARKS = ("wenmind", "aceval", "wyweb", "fuxi", "cpdue")
+
+ITEM_FORMATS = (
+    "mcq_single", "mcq_multi", "fill_blank", "open_qa", "generation",
+    "classification", "labeling", "translation",
+)
+
+_str = pa.string()
+_list_str = pa.list_(pa.string())
+
+ITEMS = pa.schema([
+    ("item_id", _str),          # benchmark/split/task/source-key: stable across versions
+    ("benchmark", _str),
+    ("source_version", _str),
+    ("split", _str),
+    ("task", _str),             # fine-grained task
+    ("task_group", _str),       # coarse task / AC-EVAL category / WYWEB task family
+    ("domain", _str),
+    ("capability", _str),
+    ("format", _str),
+    ("context", _str),
+    ("question", _str),
+    ("choices", _list_str),     # option texts, in label order (A, B, C, ...)
+    ("answer", _str),           # gold; null where the benchmark withholds it
+    ("references", _list_str),  # extra acceptable answers / translation references
+    ("metadata", _str),         # JSON object: difficulty, label sets, explanations, rule specs
+    ("script", _str),           # simplified / traditional / mixed / none
+    ("content_hash", _str),
+    ("answer_hash", _str),
+    ("source_file", _str),
+    ("source_locator", _str),   # line number or array index inside source_file
+    ("license", _str),
+])
+
+QUARANTINE = pa.schema([
+    ("benchmark", _str),
+    ("source_file", _str),
+    ("source_locator", _str),
+    ("reason", _str),
+    ("raw", _str),              # the row as read, so nothing is lost
+])
+
+VARIANTS = ("original", "simplified", "traditional")
+
+ITEM_VARIANTS = pa.schema([
+    ("item_id", _str),
+    ("variant", _str),
+    ("benchmark", _str),
+    ("context", _str),
+    ("question", _str),
+    ("choices", _list_str),
+    ("answer", _str),
+    ("references", _list_str),
+])
+
+DEDUP_CLUSTERS = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("cluster_id", _str),       # the representative's item_id
+    ("cluster_size", pa.int64()),
+    ("is_representative", pa.bool_()),
+    ("max_jaccard", pa.float64()),
+    ("exact_duplicate", pa.bool_()),
+])
+
+CONTAMINATION = pa.schema([
+    ("benchmark_a", _str),
+    ("item_a", _str),
+    ("benchmark_b", _str),
+    ("item_b", _str),
+    ("similarity", pa.float64()),
+])
+
+PROMPTS = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("variant", _str),
+    ("setting", _str),
+    ("messages", _str),         # JSON list of {"role", "content"} chat turns
+    ("max_tokens", pa.int64()),
+    ("prompt_hash", _str),
+])
+
+RESPONSES = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("variant", _str),
+    ("setting", _str),
+    ("model", _str),
+    ("prompt_hash", _str),
+    ("cache_key", _str),
+    ("text", _str),
+    ("finish_reason", _str),
+    ("tokens_in", pa.int64()),
+    ("tokens_out", pa.int64()),
+    ("latency_s", pa.float64()),
+    ("error", _str),
+    ("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+SCORES = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("variant", _str),
+    ("setting", _str),
+    ("model", _str),
+    ("scorer", _str),           # name@version
+    ("score", pa.float64()),    # 0..1; null when it could not be scored
+    ("reason", _str),           # why the score is null (or a note)
+    ("extracted", _str),
+    ("judge_model", _str),
+    ("details", _str),          # JSON
+])
+
+
+def to_frame(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pd.DataFrame:
+    """Rows (dicts) -> a frame with exactly `schema`'s columns; unknown keys are an error."""
+    rows = list(rows)
+    names = schema.names
+    for row in rows[:1]:
+        extra = set(row) - set(names)
+        if extra:
+            raise ValueError(f"columns not in schema: {sorted(extra)}")
+    table = pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=schema)
+    return table.to_pandas(types_mapper=_types_mapper)
+
+
+def conform(df: pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    """A frame (possibly read back from parquet) -> an Arrow table with `schema`."""
+    return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+
+
+def records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame read back from parquet -> plain dicts: lists instead of arrays, None instead of NA."""
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    return table.to_pylist()
+
+
+def _types_mapper(arrow_type: pa.DataType):
+    # Keep strings as object columns (None for null) and integers nullable.
+    if pa.types.is_integer(arrow_type):
+        return pd.Int64Dtype()
+    return None
+
+
+def stable_hash(value: Any) -> str:
+    """sha256 of a canonical JSON form: the same content always gives the same hash."""
+    blob = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=list)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def stable_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def content_hash(item: dict[str, Any]) -> str:
+    return stable_hash([item.get("context"), item.get("question"), list(item.get("choices") or [])])
+
+
+def answer_hash(item: dict[str, Any]) -> str:
+    return stable_hash([item.get("answer"), list(item.get("references") or [])])

@@ -1,0 +1,60 @@
+"""Option-letter extraction from free text.
+
+`extract_aceval` follows AC-EVAL's own evaluation code (MIT-licensed): collect standalone
+letters, accept a unique one, else try answer patterns in order; several distinct letters mean
+the answer is ambiguous."""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS = [re.compile(p) for p in (
+    r"答案(?:应该?)?(?:是|为|选择?)?[：:]?\s?(?:选项)?\s?[（(]?([A-D])[）)]?",
+    r"正确的?(?:一项|答案|选项)(?:所?对应的选项(?:字母)?)?(?:应该?)?[是为]?[：:]?[\s#]*[（(]?([A-D])[）)]?",
+    r"^选择?\s?[（(]?([A-D])[）)]?",
+    r"(?:综上所述|综合考[虑量]).*?([A-D])",
+    r"(?:##(?:因此|故|所以|综上所述|(?:基于|综合|根据)以上[分解]析).*)([A-D])(?=[^A-D]*$)",
+    r"(?:故|因此|所以|综上所述)?[,，]?(?:本题)?选择?[：:]?\s?[（(]?([A-D])[）)]?",
+    r"[（(]?([A-D])[）)]?\s?(?:选?项)?[是为]?(?:正确|符合题意)的?",
+    r"(?:选项)?\s?[（(]?([A-D])[）)]?\s?[是为]?(?:正确|符合题意)的?",
+    r"(?:^|：|:)\s?[（(]?([A-D])[）)]?(?:#|。|$)",
+    r"^(?:选项?)?[是为]?\s?[（(]?([A-D])[）)]?[.。]?.*?##",
+)]
+_NO_ANSWER = [re.compile(p) for p in (
+    r"抱歉，",
+    r"无法(?:从给出的选项中)?(?:直接)?(?:给出|确定|判断|得出|选择)(?:唯一)?(?:一个)?(?:确定|确切|正确|明确)?的?(?:答案|选项)",
+    r"(?:无|没有)(?:一个)?(?:唯一)?(?:(?:不?正确|错误)?的?(?:答案|选项|解|一项))",
+    r"所有(?:答案|选项)都是正确的",
+    r"正确答案是?[：:]?无",
+)]
+
+NO_ANSWER, AMBIGUOUS, UNMATCHED, EMPTY = "无", "多选或矛盾", "未匹配到", "空"
+
+
+def extract_aceval(response: str) -> str:
+    """A letter A-D, or one of NO_ANSWER / AMBIGUOUS / UNMATCHED / EMPTY."""
+    text = response.replace("\r\n", "#").replace("\n", "#").strip()
+    if not text:
+        return EMPTY
+    letters = set(re.findall(r"\b[A-D]\b", text)) or set(re.findall(r"[A-D]", text))
+    if len(letters) == 1:
+        return letters.pop()
+    if any(p.search(text) for p in _NO_ANSWER):
+        return NO_ANSWER
+    for pattern in _PATTERNS:
+        found = pattern.findall(text)
+        if found:
+            return found[0] if len(set(found)) == 1 else AMBIGUOUS
+    return UNMATCHED
+
+
+def extract_letters(response: str, n_options: int) -> set[str]:
+    """All option letters mentioned as standalone tokens (for multiple-answer questions)."""
+    allowed = "ABCDEFGH"[:max(n_options, 1)]
+    return set(re.findall(rf"(?<![A-Za-z])([{allowed}])(?![A-Za-z])", response))
+
+
+def extract_label(response: str, labels: list[str]) -> str | None:
+    """The label mentioned first; at the same position the longest wins (隐含正面 over 正面)."""
+    hits = [(response.find(lab), -len(lab), lab) for lab in labels if lab and lab in response]
+    return min(hits)[2] if hits else None

@@ -1,0 +1,72 @@
+"""Rule scoring of one response. Returns a row for schema.SCORES (without the identity columns)."""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+import sacrebleu
+
+from pipeline.scoring.extract import extract_aceval, extract_label, extract_letters
+from pipeline.script import convert
+
+VERSION = "1"
+_MULTI_SPLIT = re.compile(r"[、,，\s]+")
+
+# Formats that only an LLM judge can score (WenMind's QA, Fùxì generation, ...).
+JUDGE_FORMATS = {"open_qa", "generation"}
+
+
+def score_response(item: dict[str, Any], text: str | None, error: str | None = None) -> dict[str, Any]:
+    fmt = item["format"]
+    meta = item["metadata"] if isinstance(item["metadata"], dict) else json.loads(item["metadata"] or "{}")
+    if error or text is None:
+        return _row("none", None, f"no response: {error or 'missing'}")
+    if not item.get("answer"):
+        return _row("none", None, "no gold answer (withheld by the benchmark)")
+    if fmt in JUDGE_FORMATS:
+        return _row("judge", None, "needs the LLM judge")
+    if fmt == "mcq_multi":
+        return _score_multi(item, text)
+    if fmt == "classification" and meta.get("labels"):  # gold is a label text, not a letter
+        extracted = extract_label(text, meta["labels"])
+        return _row("label", float(extracted == item["answer"]), None, extracted)
+    if item.get("choices") or fmt == "mcq_single":
+        extracted = extract_aceval(text)
+        return _row("option", float(extracted == item["answer"]), None, extracted)
+    if fmt == "fill_blank":
+        gold = normalise(item["answer"])
+        return _row("fill_blank", float(bool(gold) and gold in normalise(text)), None)
+    if fmt == "translation":
+        return _score_translation(item, text)
+    return _row("none", None, f"no rule scorer for format {fmt!r}")
+
+
+def normalise(text: str) -> str:
+    """For containment checks: NFKC, simplified script, no spaces or punctuation."""
+    text = convert(unicodedata.normalize("NFKC", text), "t2s")
+    return "".join(ch for ch in text if unicodedata.category(ch)[0] not in "PZ")
+
+
+def _score_multi(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """WenMind's multiple-answer rule: all correct 1, a correct strict subset 0.5, else 0."""
+    gold = set(_MULTI_SPLIT.split(item["answer"].strip())) - {""}
+    got = extract_letters(text, max(len(item.get("choices") or []), 5))
+    score = 1.0 if got == gold else 0.5 if got and got < gold else 0.0
+    return _row("option_multi", score, None, "、".join(sorted(got)))
+
+
+def _score_translation(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """Per-item chrF (0-1) as the item score; sentence BLEU with the zh tokenizer in details."""
+    refs = [item["answer"], *(item.get("references") or [])]
+    chrf = sacrebleu.sentence_chrf(text.strip(), refs).score
+    bleu = sacrebleu.sentence_bleu(text.strip(), refs, tokenize="zh").score
+    return _row("chrf", chrf / 100.0, None, None, {"chrf": chrf, "bleu": bleu})
+
+
+def _row(scorer: str, score: float | None, reason: str | None, extracted: str | None = None,
+         details: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"scorer": f"{scorer}@{VERSION}", "score": score, "reason": reason, "extracted": extracted,
+            "judge_model": None, "details": json.dumps(details or {}, ensure_ascii=False)}

@@ -1,0 +1,116 @@
+"""WenMind: one JSON array of objects (id, domain, capability, question_format, coarse/fine task
+names in zh and en, optional difficulty, question, answer). MCQ options are inline in `question`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+
+from pipeline.config import SourceSpec
+from pipeline.sources import ParseResult, display_path, read_text
+
+REQUIRED = ("id", "question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en")
+LETTERS = re.compile(r"^[A-H]$")
+LETTER_SET = re.compile(r"^[A-H](?:[、,，\s]*[A-H])+$")
+# "A、text  B、text" / "A.text" / "A．text" — options written inline after the stem
+INLINE_OPTION = re.compile(r"(?:^|\s|\n)([A-H])[、.．:：]\s*")
+
+
+def split_inline_choices(question: str) -> list[str]:
+    marks = list(INLINE_OPTION.finditer(question))
+    labels = [m.group(1) for m in marks]
+    if len(labels) < 2 or labels != [chr(ord("A") + i) for i in range(len(labels))]:
+        return []
+    return [question[m.end(): (marks[i + 1].start() if i + 1 < len(marks) else len(question))].strip()
+            for i, m in enumerate(marks)]
+
+
+def item_format(question_format: str, answer: str) -> str:
+    if question_format == "FB":
+        return "fill_blank"
+    if question_format == "MCQ":
+        if LETTERS.match(answer):
+            return "mcq_single"
+        if LETTER_SET.match(answer):
+            return "mcq_multi"
+        return "classification"  # sentiment-style MCQs whose gold is a label text
+    return "open_qa"
+
+
+def parse(spec: SourceSpec) -> ParseResult:
+    result = ParseResult()
+    files = [spec.path] if spec.path.is_file() else sorted(spec.path.glob("WenMind*.json"))
+    root = spec.path.parent if spec.path.is_file() else spec.path
+    for path in files:
+        _parse_file(spec, path, display_path(path, root), result)
+    _attach_label_sets(result)
+    return result
+
+
+def _parse_file(spec: SourceSpec, path, shown: str, result: ParseResult) -> None:
+    try:
+        records = json.loads(read_text(path))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        result.raw_counts[shown] += 1
+        result.reject("wenmind", shown, "file", f"unreadable file: {exc}", "")
+        return
+    if not isinstance(records, list):
+        result.raw_counts[shown] += 1
+        result.reject("wenmind", shown, "file", "expected a JSON array of items", str(type(records)))
+        return
+    seen: set[str] = set()
+    for index, rec in enumerate(records):
+        result.raw_counts[shown] += 1
+        if not isinstance(rec, dict):
+            result.reject("wenmind", shown, index, "not a JSON object", rec)
+            continue
+        missing = [k for k in REQUIRED if rec.get(k) in (None, "")]
+        if missing:
+            result.reject("wenmind", shown, index, f"missing or empty: {', '.join(missing)}", rec)
+            continue
+        key = str(rec["id"])
+        if key in seen:
+            result.reject("wenmind", shown, index, f"duplicate id {key}", rec)
+            continue
+        seen.add(key)
+        question, answer = str(rec["question"]), str(rec["answer"]).strip()
+        fmt = item_format(str(rec["question_format"]), answer)
+        choices = split_inline_choices(question) if fmt.startswith("mcq") else []
+        meta = {k: rec[k] for k in ("difficulty", "coarse_grained_task_zh", "fine_grained_task_zh",
+                                     "question_format") if k in rec}
+        result.items.append({
+            "item_id": f"wenmind/test/{_slug(rec['fine_grained_task_en'])}/{key}",
+            "benchmark": "wenmind",
+            "source_version": spec.version,
+            "split": "test",
+            "task": str(rec["fine_grained_task_en"]),
+            "task_group": str(rec["coarse_grained_task_en"]),
+            "domain": rec.get("domain"),
+            "capability": rec.get("capability"),
+            "format": fmt,
+            "context": None,
+            "question": question,
+            "choices": choices,
+            "answer": answer,
+            "references": [],
+            "metadata": meta,
+            "source_file": shown,
+            "source_locator": str(index),
+            "license": spec.license or "CC BY-NC-SA 4.0",
+        })
+
+
+def _attach_label_sets(result: ParseResult) -> None:
+    """Label-text MCQs are scored against their task's label set, so record it on each item."""
+    labels = defaultdict(set)
+    for item in result.items:
+        if item["format"] == "classification":
+            labels[item["task"]].add(item["answer"])
+    for item in result.items:
+        if item["format"] == "classification":
+            item["metadata"]["labels"] = sorted(labels[item["task"]])
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")

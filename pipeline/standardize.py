@@ -1,0 +1,32 @@
+"""Raw adapter output -> the one item table: hashes, script, JSON metadata, unique ids."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from pipeline.schema import answer_hash, content_hash, stable_json
+from pipeline.script import detect_script
+
+
+def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
+    """Returns (items, quarantine). A repeated item_id keeps the first row and quarantines the rest."""
+    items, quarantine, seen = [], [], set()
+    for raw in raw_items:
+        item = dict(raw)
+        if item["item_id"] in seen:
+            quarantine.append({
+                "benchmark": item["benchmark"], "source_file": item["source_file"],
+                "source_locator": item["source_locator"], "reason": f"duplicate item_id {item['item_id']}",
+                "raw": json.dumps(item, ensure_ascii=False, default=str),
+            })
+            continue
+        seen.add(item["item_id"])
+        text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
+        item["script"] = detect_script(text)
+        item["content_hash"] = content_hash(item)
+        item["answer_hash"] = answer_hash(item)
+        if not isinstance(item.get("metadata"), str):
+            item["metadata"] = stable_json(item.get("metadata") or {})
+        items.append(item)
+    return items, quarantine

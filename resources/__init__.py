@@ -1,0 +1,1 @@
+"""Dagster resources: where the lake and warehouse live, and which engines serve which models."""

@@ -1,0 +1,50 @@
+"""Which engine answers for which model: models.yaml, read when a run needs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+
+from pipeline import paths
+from pipeline.config import ModelSpec, load_models
+from pipeline.engines.cache import ResponseCache
+from pipeline.engines.registry import build_engine
+
+
+class ModelsResource(dg.ConfigurableResource):
+    models_file: str = ""   # empty: data/models.yaml (or WENHENG_MODELS)
+    cache_dir: str = ""     # empty: data/cache (or WENHENG_CACHE)
+
+    def _cache_dir(self) -> Path:
+        return Path(self.cache_dir) if self.cache_dir else paths.cache_dir()
+
+    def specs(self) -> dict[str, ModelSpec]:
+        return load_models(Path(self.models_file) if self.models_file else paths.models_file())
+
+    def spec(self, name: str) -> ModelSpec:
+        specs = self.specs()
+        if name not in specs:
+            raise dg.Failure(f"model {name!r} is not in {self.models_file or paths.models_file()}; "
+                             f"configured: {', '.join(specs)}")
+        return specs[name]
+
+    def engine(self, name: str):
+        return build_engine(self.spec(name), self._cache_dir())
+
+    def response_cache(self) -> ResponseCache:
+        return ResponseCache(self._cache_dir() / "responses.sqlite")
+
+
+class SourcesResource(dg.ConfigurableResource):
+    sources_file: str = ""  # empty: data/sources.yaml (or WENHENG_SOURCES)
+
+    def path(self) -> Path:
+        return Path(self.sources_file) if self.sources_file else paths.sources_file()
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    database: str = ""      # empty: data/warehouse.duckdb (or WENHENG_WAREHOUSE)
+
+    def path(self) -> Path:
+        return Path(self.database) if self.database else paths.warehouse_file()
