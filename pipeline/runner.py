@@ -6,11 +6,25 @@ Partitions of one model run back to back in this process, so a local model loads
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class RunSummary:
+    ok: bool = True
+    # one entry per materialization: asset, partition, metadata values
+    materializations: list[dict[str, Any]] = field(default_factory=list)
+
+    def metadata(self, asset: str, partition: str | None = None) -> dict[str, Any]:
+        for m in reversed(self.materializations):
+            if m["asset"] == asset and m["partition"] == partition:
+                return m["metadata"]
+        raise KeyError(f"{asset} [{partition}] was not materialized")
 
 
 def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None = None,
-                 log: Callable[[str], None] = print) -> bool:
+                 log: Callable[[str], None] = print) -> RunSummary:
     import dagster as dg
 
     from assets.evaluate import models_partitions
@@ -24,6 +38,7 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     graph = defs.resolve_asset_graph()
     chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
     run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    summary = RunSummary()
 
     def execute(job_name: str, partition_key=None) -> bool:
         job = defs.resolve_job_def(job_name)
@@ -37,7 +52,10 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
                                         run_config=run_config, raise_on_error=False)
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
-            shown = {k: v.value for k, v in mat.metadata.items() if k in _SHOWN}
+            values = {k: v.value for k, v in mat.metadata.items()}
+            summary.materializations.append(
+                {"asset": mat.asset_key.to_user_string(), "partition": mat.partition, "metadata": values})
+            shown = {k: v for k, v in values.items() if k in _SHOWN}
             log(f"  {mat.asset_key.to_user_string()}{' [' + mat.partition + ']' if mat.partition else ''} {shown}")
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
@@ -50,15 +68,16 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         return result.success
 
     log("prepare: sources -> items -> dedup -> variants -> prompts")
-    if not execute("prepare"):
-        return False
-    ok = True
+    summary.ok = execute("prepare")
+    if not summary.ok:
+        return summary
     for model in models:
         for benchmark in benchmarks:
             log(f"evaluate: {benchmark} x {model}")
-            ok &= execute("evaluate", dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
+            summary.ok &= execute("evaluate", dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
     log("publish: warehouse")
-    return execute("publish") and ok
+    summary.ok &= execute("publish")
+    return summary
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
