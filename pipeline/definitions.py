@@ -11,7 +11,7 @@ import dagster as dg
 # Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
-from assets.evaluate import benchmark_x_model, models_partitions, responses, scores
+from assets.evaluate import models_partitions, responses, scores
 from assets.items import dedup, item_variants, prompts, standardized_items
 from assets.sources import raw_assets
 from assets.warehouse import warehouse
@@ -24,7 +24,7 @@ prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups("sources", "items"),
     description="Sources -> items -> dedup -> script variants -> prompts.")
 evaluate_job = dg.define_asset_job(
-    "evaluate", selection=dg.AssetSelection.assets(responses, scores), partitions_def=benchmark_x_model,
+    "evaluate", selection=dg.AssetSelection.assets(responses, scores),
     description="One benchmark x model partition: inference through the response cache, then scoring.")
 publish_job = dg.define_asset_job(
     "publish", selection=dg.AssetSelection.assets(warehouse),

@@ -1,0 +1,95 @@
+"""The whole graph, materialized in-process on the samples with the baseline engines."""
+
+from __future__ import annotations
+
+import csv
+import random
+
+import duckdb
+import pytest
+from conftest import ROOT, write_yaml
+
+from pipeline.runner import run_pipeline
+
+BASELINES = """
+models:
+  random: {engine: baseline, strategy: random, seed: 0}
+  oracle: {engine: baseline, strategy: oracle}
+"""
+BENCHMARKS = ["wenmind", "aceval", "wyweb"]
+
+
+@pytest.fixture
+def baseline_run(workdir, monkeypatch):
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+    summary = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lambda _: None)
+    assert summary.ok
+    con = duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True)
+    yield summary, con
+    con.close()
+
+
+def test_oracle_scores_one_on_every_rule_scorable_item(baseline_run):
+    _, con = baseline_run
+    rule_scorable = con.execute("""SELECT count(*) FROM items
+        WHERE answer IS NOT NULL AND format NOT IN ('open_qa', 'generation')""").fetchone()[0]
+    scored, low = con.execute("""SELECT count(score), count(*) FILTER (WHERE score < 1)
+        FROM scores WHERE model = 'oracle'""").fetchone()
+    assert rule_scorable > 20 and scored == rule_scorable and low == 0
+    board = dict(con.execute("SELECT benchmark, score FROM leaderboard WHERE model = 'oracle'").fetchall())
+    assert board == {"wenmind": 100.0, "aceval": 100.0, "wyweb": 100.0}
+
+
+def test_row_counts_reconcile(baseline_run):
+    summary, con = baseline_run
+    raw_rows = sum(summary.metadata(f"raw_{b}")["rows"] for b in BENCHMARKS)
+    items, quarantined = (con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("items", "quarantine"))
+    assert items + quarantined == raw_rows == 36
+    # default protocol: one setting per benchmark, original script only -> one response per item per model
+    per_model = dict(con.execute("SELECT model, count(*) FROM responses GROUP BY 1").fetchall())
+    assert per_model == {"random": items, "oracle": items}
+    assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == 2 * items
+    assert con.execute("SELECT count(*) FROM responses WHERE error IS NOT NULL").fetchone()[0] == 0
+    assert con.execute("SELECT sum(n_items) FROM model_task_scores").fetchone()[0] == 2 * items
+
+
+def test_dedup_and_variants_in_the_warehouse(baseline_run):
+    _, con = baseline_run
+    clusters = con.execute("SELECT item_id, is_representative FROM dedup_clusters ORDER BY item_id").fetchall()
+    assert clusters == [("wenmind/test/function_words/0", True), ("wenmind/test/function_words/12", False)]
+    trad = con.execute("""SELECT question FROM item_variants
+        WHERE item_id = 'wenmind/test/function_words/0' AND variant = 'traditional'""").fetchone()[0]
+    assert trad.startswith("學而時習之")
+    assert con.execute("SELECT script FROM items WHERE item_id = 'wenmind/test/function_words/12'").fetchone() == (
+        "traditional",)
+
+
+def test_rematerializing_sends_no_prompt_to_the_engine(baseline_run):
+    first, _ = baseline_run
+    assert first.metadata("responses", "aceval|oracle")["prompts_sent"] == 12
+    second = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lambda _: None)
+    assert second.ok
+    for model in ("random", "oracle"):
+        for benchmark in BENCHMARKS:
+            meta = second.metadata("responses", f"{benchmark}|{model}")
+            assert meta["prompts_sent"] == 0 and meta["cache_hits"] == meta["prompts"] > 0
+
+
+def test_random_baseline_is_near_chance(workdir, monkeypatch):
+    """400 generated four-option items: the random baseline must land near 25%."""
+    root = workdir / "aceval"
+    (root / "dev").mkdir(parents=True)
+    rng = random.Random(7)
+    with open(root / "dev" / "geography.csv", "w", encoding="utf-8", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(["", "Question", "A", "B", "C", "D", "Answer", "Explanation"])
+        for i in range(400):
+            out.writerow([i, f"第{i}题：下列哪一项正确？", "甲", "乙", "丙", "丁", rng.choice("ABCD"), ""])
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {root}, version: gen}}\n")
+    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    assert run_pipeline(["aceval"], ["random"], log=lambda _: None).ok
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        accuracy, n = con.execute("SELECT avg(score), count(score) FROM scores WHERE model = 'random'").fetchone()
+    assert n == 400 and 0.19 <= accuracy <= 0.31  # chance 0.25, binomial sd 0.022
