@@ -39,3 +39,9 @@ def cache_dir() -> Path:
 
 def dagster_home() -> Path:
     return _env_path("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")
+
+
+def model_store() -> Path:
+    """Bundled models converted for vLLM (hundreds of MB, minutes to build): kept apart from
+    the response cache so a fresh cache or a test never rebuilds them."""
+    return _env_path("WENHENG_MODEL_STORE", DATA_DIR / "cache" / "models")

@@ -30,7 +30,7 @@ class ModelsResource(dg.ConfigurableResource):
         return specs[name]
 
     def engine(self, name: str):
-        return build_engine(self.spec(name), self._cache_dir())
+        return build_engine(self.spec(name))
 
     def response_cache(self) -> ResponseCache:
         return ResponseCache(self._cache_dir() / "responses.sqlite")

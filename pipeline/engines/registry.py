@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pipeline.config import ModelSpec
 
 
-def build_engine(spec: ModelSpec, cache_dir: Path):
+def build_engine(spec: ModelSpec):
     if spec.engine == "baseline":
         from pipeline.engines.baseline import BaselineEngine
 
@@ -15,5 +13,5 @@ def build_engine(spec: ModelSpec, cache_dir: Path):
     if spec.engine == "vllm":
         from pipeline.engines.vllm_engine import VLLMEngine
 
-        return VLLMEngine(cache_dir=cache_dir, **spec.params)
+        return VLLMEngine(**spec.params)
     raise ValueError(f"model {spec.name}: unknown engine {spec.engine!r}")

