@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     if args.models:
         os.environ["WENHENG_MODELS"] = str(Path(args.models).resolve())
     os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines drown the progress
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
     from pipeline.config import load_models, load_sources

@@ -44,6 +44,9 @@ class _Flaky:
     def identity(self):
         return {"engine": "flaky"}
 
+    def load(self):
+        pass
+
     def generate(self, requests):
         self.calls += 1
         return [Completion(text=None, error="boom") if self.calls == 1 else Completion(text="ok") for _ in requests]

@@ -22,6 +22,9 @@ class BaselineEngine:
     def identity(self) -> dict[str, Any]:
         return {"engine": "baseline", "strategy": self.strategy, "seed": self.seed}
 
+    def load(self) -> None:
+        pass
+
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         self.prompts_received += len(requests)
         return [Completion(text=self._answer(r), finish_reason="stop", tokens_in=0, tokens_out=0,

@@ -42,6 +42,9 @@ class VLLMEngine:
         return {"engine": "vllm", "model": self.model, "chat_template": self.chat_template,
                 "dtype": self.dtype, "max_model_len": self.max_model_len, "seed": self.seed, **self.llm_kwargs}
 
+    def load(self) -> None:
+        self._llm()
+
     def _llm(self):
         key = tuple(sorted((k, str(v)) for k, v in self.identity().items()))
         if key not in _LOADED:
