@@ -12,7 +12,7 @@ import yaml
 from pipeline.schema import BENCHMARKS, VARIANTS
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-ENGINES = ("vllm", "baseline")
+ENGINES = ("vllm", "openai", "baseline")
 
 
 class ConfigError(ValueError):

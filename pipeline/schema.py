@@ -55,6 +55,18 @@ QUARANTINE = pa.schema([
     ("raw", _str),              # the row as read, so nothing is lost
 ])
 
+CORRECTIONS_AUDIT = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("field", _str),            # question / answer / choices / context / references / ...
+    ("old", _str),              # JSON-encoded value before
+    ("new", _str),              # JSON-encoded value after
+    ("reason", _str),
+    ("date", _str),
+    ("status", _str),           # applied / stale (old no longer matches) / unknown_item / changed_upstream
+    ("origin", _str),           # the corrections file, or "upstream <old version> -> <new version>"
+])
+
 VARIANTS = ("original", "simplified", "traditional")
 
 ITEM_VARIANTS = pa.schema([
