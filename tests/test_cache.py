@@ -47,9 +47,13 @@ class _Flaky:
     def load(self):
         pass
 
-    def generate(self, requests):
+    def generate(self, requests, on_result=None):
         self.calls += 1
-        return [Completion(text=None, error="boom") if self.calls == 1 else Completion(text="ok") for _ in requests]
+        results = [Completion(text=None, error="boom") if self.calls == 1 else Completion(text="ok")
+                   for _ in requests]
+        for index, comp in enumerate(results):
+            on_result(index, comp)
+        return results
 
 
 def test_errors_are_returned_but_not_cached(tmp_path):

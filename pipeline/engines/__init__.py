@@ -41,8 +41,12 @@ class Engine(Protocol):
     def load(self) -> None:
         """Get ready to generate (load weights); called only when something must be sent."""
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """One completion per request, same order. Errors are returned, not raised."""
+    def generate(self, requests: Sequence[Request],
+                 on_result: Callable[[int, Completion], None] | None = None) -> list[Completion]:
+        """One completion per request, same order. Errors are returned, not raised.
+
+        `on_result(index, completion)` is called as each request finishes, so the caller can
+        persist it at once: a crash or kill then loses at most the requests still in flight."""
 
 
 def cache_key(model: str, identity: dict[str, Any], messages: Iterable[dict[str, str]],
@@ -72,15 +76,17 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache,
     log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send")
     if todo:
         engine.load()  # outside the timing: throughput is about generation, not weight loading
+
+        def persist(index: int, comp: Completion) -> None:
+            if not comp.error:  # failures are not cached: the next run retries them
+                cache.put(todo[index].cache_key, comp)
+
         started = time.perf_counter()
-        completions = engine.generate(todo)
+        completions = engine.generate(todo, on_result=persist)
         stats.seconds = time.perf_counter() - started
         stats.sent = len(todo)
         for req, comp in zip(todo, completions, strict=True):
             found[req.cache_key] = comp
             stats.tokens_out += comp.tokens_out or 0
-            if comp.error:
-                stats.errors += 1
-            else:
-                cache.put(req.cache_key, comp)  # failures are not cached: the next run retries them
+            stats.errors += bool(comp.error)
     return found, stats

@@ -25,10 +25,15 @@ class BaselineEngine:
     def load(self) -> None:
         pass
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+    def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
         self.prompts_received += len(requests)
-        return [Completion(text=self._answer(r), finish_reason="stop", tokens_in=0, tokens_out=0,
-                           latency_s=0.0) for r in requests]
+        results = []
+        for index, req in enumerate(requests):
+            results.append(Completion(text=self._answer(req), finish_reason="stop", tokens_in=0, tokens_out=0,
+                                      latency_s=0.0))
+            if on_result:
+                on_result(index, results[-1])
+        return results
 
     def _answer(self, req: Request) -> str:
         if self.strategy == "oracle":

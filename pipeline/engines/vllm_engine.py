@@ -56,7 +56,7 @@ class VLLMEngine:
                                max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
         return _LOADED[key]
 
-    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+    def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
         from vllm import SamplingParams
 
         llm = self._llm()
@@ -72,9 +72,13 @@ class VLLMEngine:
             return [Completion(text=None, error=f"{type(exc).__name__}: {exc}") for _ in requests]
         # vLLM batches the partition as a whole; per-item latency is the batch's share.
         share = (time.perf_counter() - started) / max(len(requests), 1)
-        return [Completion(text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
-                           tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
-                           latency_s=share) for out in outputs]
+        results = [Completion(text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
+                              tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
+                              latency_s=share) for out in outputs]
+        for index, comp in enumerate(results):
+            if on_result:
+                on_result(index, comp)
+        return results
 
 
 def plain_prompt(messages: Sequence[dict[str, str]]) -> str:
