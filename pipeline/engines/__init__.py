@@ -18,6 +18,8 @@ class Request:
     messages: tuple[dict[str, str], ...]
     max_tokens: int
     temperature: float = 0.0
+    # Constrained decoding: the answer must be one of these strings (MCQ letters), if set.
+    constrain_to: tuple[str, ...] = ()
     # What baselines need to answer; never shown to a real model.
     choices: tuple[str, ...] = ()
     answer: str | None = None

