@@ -8,13 +8,15 @@ from typing import Any, Iterable
 
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request, cache_key
-from pipeline.prompts import settings_for
+from pipeline.prompts import protocols, settings_for
 
 
 def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Iterable[dict[str, Any]],
          items_by_id: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Request]]:
     """The prompts this model answers for this benchmark (its variants x settings), as requests."""
     settings = set(settings_for(benchmark, spec.settings.get(benchmark)))
+    constrained = {name for name, setting in protocols().get(benchmark, {}).get("settings", {}).items()
+                   if setting.get("constrained_choice")}
     temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
     planned = []
@@ -24,15 +26,20 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         item = items_by_id[row["item_id"]]
         messages = json.loads(row["messages"])
         max_tokens = int(row["max_tokens"]) if cap is None else min(int(row["max_tokens"]), int(cap))
-        sampling = {"temperature": temperature, "max_tokens": max_tokens}
         meta = json.loads(item["metadata"] or "{}")
         n_options = len(item["choices"]) if item["choices"] is not None else 0
         if not n_options and item["format"] in ("mcq_single", "mcq_multi"):
             n_options = 4  # options inline in the question text
+        letters = tuple("ABCDEFGH"[:n_options])
+        # constrained-choice settings decode only an option letter (structured outputs)
+        constrain_to = letters if row["setting"] in constrained and item["format"] != "mcq_multi" else ()
+        sampling = {"temperature": temperature, "max_tokens": max_tokens}
+        if constrain_to:
+            sampling["choice"] = list(constrain_to)
         planned.append((row, Request(
             cache_key=cache_key(spec.name, identity, messages, sampling),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
-            choices=tuple("ABCDEFGH"[:n_options]), answer=item["answer"], labels=tuple(meta.get("labels", ())),
+            constrain_to=constrain_to, choices=letters, answer=item["answer"], labels=tuple(meta.get("labels", ())),
         )))
     return planned
 
