@@ -58,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"wenheng: unknown models {unknown}; configured: {', '.join(models)}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    ok = run_pipeline(benchmarks=list(sources), models=wanted, selection=args.select, log=_say).ok
+    try:
+        ok = run_pipeline(benchmarks=list(sources), models=wanted, selection=args.select, log=_say).ok
+    finally:
+        from pipeline.engines.vllm_engine import shutdown_engines
+
+        shutdown_engines()
     _say(f"{'done' if ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
     if ok and paths.warehouse_file().is_file():
         leaderboard(None)

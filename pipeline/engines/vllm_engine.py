@@ -6,6 +6,7 @@ vllm is imported lazily, so loading the pipeline never needs it."""
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import os
 import time
@@ -20,6 +21,20 @@ _LOADED: dict[tuple, Any] = {}
 _REQUEST_IDS = itertools.count()
 
 BUNDLED = {"gemma3-270m"}
+
+
+def shutdown_engines() -> None:
+    """Stop loaded engines' worker processes. Left to interpreter exit, vLLM's own finalizers can
+    hang the process after all work is done, so runs call this (and atexit does, as a backstop)."""
+    while _LOADED:
+        _, llm = _LOADED.popitem()
+        try:
+            llm.llm_engine.engine_core.shutdown(timeout=30)
+        except Exception:  # already gone; nothing left to stop
+            pass
+
+
+atexit.register(shutdown_engines)
 
 
 def resolve_model(model: str) -> str:
@@ -51,7 +66,7 @@ class VLLMEngine:
     def _llm(self):
         key = tuple(sorted((k, str(v)) for k, v in self.identity().items()))
         if key not in _LOADED:
-            _LOADED.clear()  # one model in memory at a time
+            shutdown_engines()  # one model in memory at a time
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
             from vllm import LLM
 
