@@ -31,28 +31,69 @@ def _load_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits"}
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     benchmark: str
-    path: Path            # a file or a directory, resolved against the sources file
+    path: Path            # a file or a directory; for a `url` source, where the verified download lives
     version: str
     license: str = ""
+    url: str = ""         # download instead of a local path (needs sha256)
+    sha256: str = ""      # of the downloaded file, lower-case hex
+    subpath: str = ""     # inside an unpacked archive: the file or folder to parse
+    splits: tuple[str, ...] = ()   # only these splits (file stems / split folders); empty = all
+
+    def includes_split(self, split: str) -> bool:
+        return not self.splits or split in self.splits
 
 
 def load_sources(path: Path) -> dict[str, SourceSpec]:
+    """Each benchmark's source: a local `path` (relative to the sources file) or a `url` with its
+    `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
+    use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
+    from pipeline.paths import cache_dir
+
     data = _load_yaml(path)
     specs: dict[str, SourceSpec] = {}
     for name, entry in (data.get("benchmarks") or {}).items():
+        where = f"{path}: benchmarks.{name}"
         if name not in BENCHMARKS:
             raise ConfigError(f"{path}: unknown benchmark {name!r}; expected one of {', '.join(BENCHMARKS)}")
-        if not isinstance(entry, dict) or "path" not in entry:
-            raise ConfigError(f"{path}: benchmarks.{name} needs a 'path'")
-        source_path = (path.parent / str(entry["path"])).resolve()
+        if not isinstance(entry, dict) or ("path" in entry) == ("url" in entry):
+            raise ConfigError(f"{where} needs either a 'path' or a 'url' (with 'sha256'), not both")
+        unknown = sorted(set(entry) - SOURCE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(SOURCE_KEYS)}")
+        splits = entry.get("splits") or ()
+        if not isinstance(splits, (list, tuple)) or not all(isinstance(s, str) for s in splits):
+            raise ConfigError(f"{where}: 'splits' must be a list of split names")
+        url, sha256, subpath = str(entry.get("url", "")), str(entry.get("sha256", "")).lower(), ""
+        if "path" in entry:
+            source_path = (path.parent / str(entry["path"])).resolve()
+        else:
+            from pipeline.sources.fetch import local_path
+
+            if not url.startswith(("http://", "https://", "file://")):
+                raise ConfigError(f"{where}: url must start with http://, https:// or file://")
+            if not SHA256.match(sha256):
+                raise ConfigError(f"{where}: a url source needs 'sha256' (64 hex digits) of the file, "
+                                  f"so a changed download is never used by mistake")
+            subpath = str(entry.get("subpath", "")).strip("/")
+            if ".." in Path(subpath).parts:
+                raise ConfigError(f"{where}: subpath must stay inside the download")
+            source_path = local_path(url, sha256, subpath, cache_dir() / "downloads")
         specs[name] = SourceSpec(
             benchmark=name,
             path=source_path,
             version=str(entry.get("version", "unversioned")),
             license=str(entry.get("license", "")),
+            url=url,
+            sha256=sha256,
+            subpath=subpath,
+            splits=tuple(splits),
         )
     if not specs:
         raise ConfigError(f"{path}: no benchmarks configured under 'benchmarks:'")

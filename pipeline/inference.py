@@ -15,15 +15,17 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
          items_by_id: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Request]]:
     """The prompts this model answers for this benchmark (its variants x settings), as requests."""
     settings = set(settings_for(benchmark, spec.settings.get(benchmark)))
-    constrained = {name for name, setting in protocols().get(benchmark, {}).get("settings", {}).items()
-                   if setting.get("constrained_choice")}
-    temperature = float(spec.sampling.get("temperature", 0.0))
+    protocol_settings = protocols().get(benchmark, {}).get("settings", {})
+    constrained = {name for name, setting in protocol_settings.items() if setting.get("constrained_choice")}
+    model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
     planned = []
     for row in prompts:
         if row["benchmark"] != benchmark or row["variant"] not in spec.variants or row["setting"] not in settings:
             continue
         item = items_by_id[row["item_id"]]
+        # a protocol that fixes the temperature (CP-DUE: 0) wins over the model's default
+        temperature = float(protocol_settings.get(row["setting"], {}).get("temperature", model_temperature))
         messages = json.loads(row["messages"])
         max_tokens = int(row["max_tokens"]) if cap is None else min(int(row["max_tokens"]), int(cap))
         meta = json.loads(item["metadata"] or "{}")

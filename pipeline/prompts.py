@@ -12,7 +12,7 @@ import yaml
 from pipeline.schema import stable_hash
 
 PROTOCOLS_FILE = Path(__file__).with_name("protocols.yaml")
-LETTERS = "ABCDEFGH"
+LETTERS = "ABCDEFGHIJ"  # up to ten options (WYWEB GJC, CP-DUE themes)
 
 
 @lru_cache(maxsize=None)

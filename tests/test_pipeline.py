@@ -16,7 +16,7 @@ models:
   random: {engine: baseline, strategy: random, seed: 0}
   oracle: {engine: baseline, strategy: oracle}
 """
-BENCHMARKS = ["wenmind", "aceval", "wyweb"]
+BENCHMARKS = ["wenmind", "aceval", "wyweb", "fuxi", "cpdue"]
 
 
 @pytest.fixture
@@ -32,20 +32,24 @@ def baseline_run(workdir, monkeypatch):
 
 def test_oracle_scores_one_on_every_rule_scorable_item(baseline_run):
     _, con = baseline_run
-    rule_scorable = con.execute("""SELECT count(*) FROM items
-        WHERE answer IS NOT NULL AND format NOT IN ('open_qa', 'generation')""").fetchone()[0]
+    with_gold = con.execute("SELECT count(*) FROM items WHERE answer IS NOT NULL").fetchone()[0]
     scored, low = con.execute("""SELECT count(score), count(*) FILTER (WHERE score < 1)
         FROM scores WHERE model = 'oracle'""").fetchone()
-    assert rule_scorable > 20 and scored == rule_scorable and low == 0
+    assert scored > 100 and low == 0
+    # every item with a gold is scored by rule, except those only a judge or format tables can score
+    unscored = dict(con.execute("""SELECT reason, count(*) FROM scores JOIN items USING (item_id)
+        WHERE model = 'oracle' AND score IS NULL AND answer IS NOT NULL GROUP BY 1""").fetchall())
+    assert set(unscored) <= {"needs the LLM judge", "format rules need tone and rhyme tables (not shipped yet)"}
+    assert scored + sum(unscored.values()) == with_gold
     board = dict(con.execute("SELECT benchmark, score FROM leaderboard WHERE model = 'oracle'").fetchall())
-    assert board == {"wenmind": 100.0, "aceval": 100.0, "wyweb": 100.0}
+    assert board == {b: 100.0 for b in BENCHMARKS}
 
 
 def test_row_counts_reconcile(baseline_run):
     summary, con = baseline_run
     raw_rows = sum(summary.metadata(f"raw_{b}")["rows"] for b in BENCHMARKS)
     items, quarantined = (con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("items", "quarantine"))
-    assert items + quarantined == raw_rows == 36
+    assert items + quarantined == raw_rows > 100
     # default protocol: one setting per benchmark, original script only -> one response per item per model
     per_model = dict(con.execute("SELECT model, count(*) FROM responses GROUP BY 1").fetchall())
     assert per_model == {"random": items, "oracle": items}
@@ -56,8 +60,9 @@ def test_row_counts_reconcile(baseline_run):
 
 def test_dedup_and_variants_in_the_warehouse(baseline_run):
     _, con = baseline_run
-    clusters = con.execute("SELECT item_id, is_representative FROM dedup_clusters ORDER BY item_id").fetchall()
-    assert clusters == [("wenmind/test/function_words/0", True), ("wenmind/test/function_words/12", False)]
+    clusters = dict(con.execute("SELECT item_id, is_representative FROM dedup_clusters").fetchall())
+    assert clusters["wenmind/test/function_words/0"] is True   # simplified original, lowest id
+    assert clusters["wenmind/test/function_words/12"] is False  # the same item in traditional script
     trad = con.execute("""SELECT question FROM item_variants
         WHERE item_id = 'wenmind/test/function_words/0' AND variant = 'traditional'""").fetchone()[0]
     assert trad.startswith("學而時習之")

@@ -47,9 +47,9 @@ def test_tiny_model_inside_the_pipeline(workdir, monkeypatch):
     summary = run_pipeline(["wyweb"], ["gemma3-270m"], log=lambda _: None)
     assert summary.ok
     meta = summary.metadata("responses", "wyweb|gemma3-270m")
-    assert meta["prompts_sent"] == meta["prompts"] == 10 and meta["errors"] == 0
+    assert meta["prompts_sent"] == meta["prompts"] > 30 and meta["errors"] == 0
     assert meta["output_tokens_per_s"] > 0
     scored = summary.metadata("scores", "wyweb|gemma3-270m")
-    assert scored["scored"] == 10
+    assert scored["scored"] == meta["prompts"]
     rerun = run_pipeline(["wyweb"], ["gemma3-270m"], log=lambda _: None)
     assert rerun.metadata("responses", "wyweb|gemma3-270m")["prompts_sent"] == 0

@@ -10,6 +10,7 @@ from typing import Any
 import sacrebleu
 
 from pipeline.scoring.extract import extract_aceval, extract_label, extract_letters
+from pipeline.scoring.labeling import entity_f1, punctuation_f1
 from pipeline.script import convert
 
 VERSION = "1"
@@ -17,6 +18,9 @@ _MULTI_SPLIT = re.compile(r"[、,，\s]+")
 
 # Formats that only an LLM judge can score (WenMind's QA, Fùxì generation, ...).
 JUDGE_FORMATS = {"open_qa", "generation"}
+# Fùxì's couplet and ci tasks are scored by format rules (length, tone pattern, rhyme), which need
+# tone and rhyme tables wenheng does not ship yet.
+RULE_TABLE_METRICS = {"rule_couplet", "rule_ci"}
 
 
 def score_response(item: dict[str, Any], text: str | None, error: str | None = None) -> dict[str, Any]:
@@ -26,6 +30,17 @@ def score_response(item: dict[str, Any], text: str | None, error: str | None = N
         return _row("none", None, f"no response: {error or 'missing'}")
     if not item.get("answer"):
         return _row("none", None, "no gold answer (withheld by the benchmark)")
+    metric = meta.get("metric")  # set by adapters whose paper names a metric per task (Fùxì)
+    if metric == "llm_judge":
+        return _row("judge", None, "needs the LLM judge")
+    if metric in RULE_TABLE_METRICS:
+        return _row("format_rules", None, "format rules need tone and rhyme tables (not shipped yet)")
+    if metric == "bleu":
+        return _score_bleu(item, text)
+    if fmt == "labeling" and "marks" in meta:
+        return _score_labeling("punctuation_f1", punctuation_f1(item["answer"], text))
+    if fmt == "labeling" and "entities" in meta:
+        return _score_labeling("entity_f1", entity_f1(item["answer"], text, meta["markup"]))
     if fmt in JUDGE_FORMATS:
         return _row("judge", None, "needs the LLM judge")
     if fmt == "mcq_multi":
@@ -34,7 +49,7 @@ def score_response(item: dict[str, Any], text: str | None, error: str | None = N
         extracted = extract_label(text, meta["labels"])
         return _row("label", float(extracted == item["answer"]), None, extracted)
     if item.get("choices") or fmt == "mcq_single":
-        extracted = extract_aceval(text)
+        extracted = extract_aceval(text, len(item.get("choices") or []))
         return _row("option", float(extracted == item["answer"]), None, extracted)
     if fmt == "fill_blank":
         gold = normalise(item["answer"])
@@ -64,6 +79,19 @@ def _score_translation(item: dict[str, Any], text: str) -> dict[str, Any]:
     chrf = sacrebleu.sentence_chrf(text.strip(), refs).score
     bleu = sacrebleu.sentence_bleu(text.strip(), refs, tokenize="zh").score
     return _row("chrf", chrf / 100.0, None, None, {"chrf": chrf, "bleu": bleu})
+
+
+def _score_bleu(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """Sentence BLEU (zh tokenizer, sacrebleu defaults) / 100 as the item score; chrF in details.
+    Papers that report corpus BLEU aggregate differently; the per-item score is what we store."""
+    refs = [item["answer"], *(item.get("references") or [])]
+    bleu = sacrebleu.sentence_bleu(text.strip(), refs, tokenize="zh").score
+    chrf = sacrebleu.sentence_chrf(text.strip(), refs).score
+    return _row("bleu", bleu / 100.0, None, None, {"bleu": bleu, "chrf": chrf})
+
+
+def _score_labeling(name: str, counts: dict[str, float]) -> dict[str, Any]:
+    return _row(name, counts["f1"], None, None, counts)
 
 
 def _row(scorer: str, score: float | None, reason: str | None, extracted: str | None = None,

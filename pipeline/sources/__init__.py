@@ -2,18 +2,24 @@
 item rows (pipeline.schema.ITEMS, before hashing) plus quarantine rows for what it could not read.
 
 Every raw row ends up in exactly one of the two lists; `raw_counts` says how many rows each file
-had, so a reconciliation check can prove that nothing was lost.
+had, so a reconciliation check can prove that nothing was lost. A file that cannot be read at all
+(not UTF-8, broken JSON, an adapter bug) counts as one raw row and becomes one quarantine row, so
+one bad file never stops the other files or benchmarks. The file formats are described in
+pipeline/sources/README.md.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pipeline.config import SourceSpec
+
+LETTERS = "ABCDEFGHIJ"
 
 
 @dataclass
@@ -30,7 +36,7 @@ class ParseResult:
             "source_locator": str(locator), "reason": reason, "raw": raw,
         })
 
-    def extend(self, other: "ParseResult") -> None:
+    def extend(self, other: ParseResult) -> None:
         self.items.extend(other.items)
         self.quarantine.extend(other.quarantine)
         self.raw_counts.update(other.raw_counts)
@@ -46,21 +52,82 @@ def display_path(path: Path, root: Path) -> str:
 
 
 def read_text(path: Path) -> str:
-    """UTF-8 with or without BOM; CRLF and CR normalised to LF."""
-    text = path.read_bytes().decode("utf-8-sig")
+    """UTF-8 with or without BOM (UTF-16 when a UTF-16 BOM says so); CRLF and CR normalised to LF.
+    Anything else raises UnicodeDecodeError, which callers turn into a quarantine row."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = data.decode("utf-16")
+    else:
+        text = data.decode("utf-8-sig")
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def read_lines(path: Path) -> list[str]:
+    """The file's lines; a final newline does not make an extra (empty) row."""
+    lines = read_text(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def guarded_file(result: ParseResult, benchmark: str, shown: str,
+                 parse_file: Callable[[ParseResult], None]) -> None:
+    """Run one file's parser on its own result; if it fails, its partial rows are dropped and the
+    whole file becomes one quarantine row with the reason, so the other files still load."""
+    own = ParseResult()
+    try:
+        parse_file(own)
+    except UnicodeDecodeError as exc:
+        result.raw_counts[shown] += 1
+        result.reject(benchmark, shown, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                                                "convert the file to UTF-8", "")
+        return
+    except Exception as exc:  # noqa: BLE001 - any failure is reported, never raised
+        result.raw_counts[shown] += 1
+        result.reject(benchmark, shown, "file", f"could not parse file: {type(exc).__name__}: {exc}", "")
+        return
+    result.extend(own)
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(read_text(path))
+
+
+def letter(index: int) -> str:
+    return LETTERS[index]
+
+
 def parse_source(spec: SourceSpec) -> ParseResult:
-    from pipeline.sources import aceval, wenmind, wyweb
+    """Items and quarantine rows for one configured benchmark.
+
+    A source given by `url` is downloaded (once, into the cache) and verified first; a download
+    or checksum failure raises `pipeline.sources.fetch.FetchError`, because silently using other
+    bytes than the configured ones is never acceptable. A configured local path that does not
+    exist, or that holds no file in the benchmark's layout, gives one quarantine row saying so,
+    so the other benchmarks still build and the problem shows up in the quarantine table."""
+    from pipeline.sources import aceval, cpdue, fetch, fuxi, wenmind, wyweb
 
     adapters: dict[str, Callable[[SourceSpec], ParseResult]] = {
         "wenmind": wenmind.parse,
         "aceval": aceval.parse,
         "wyweb": wyweb.parse,
+        "fuxi": fuxi.parse,
+        "cpdue": cpdue.parse,
     }
     if spec.benchmark not in adapters:
-        raise NotImplementedError(f"no adapter for benchmark {spec.benchmark!r} yet")
+        raise NotImplementedError(f"no adapter for benchmark {spec.benchmark!r}")
+    if spec.url:
+        fetch.materialize(spec)
+    result = ParseResult()
+    shown = spec.path.as_posix()
     if not spec.path.exists():
-        raise FileNotFoundError(f"{spec.benchmark}: source path {spec.path} does not exist")
-    return adapters[spec.benchmark](spec)
+        result.raw_counts[shown] += 1
+        result.reject(spec.benchmark, shown, "path", f"source path does not exist: {shown}", "")
+        return result
+    guarded_file(result, spec.benchmark, shown, lambda own: own.extend(adapters[spec.benchmark](spec)))
+    if not result.raw_counts:
+        result.raw_counts[shown] += 1
+        result.reject(spec.benchmark, shown, "path",
+                      f"no {spec.benchmark} files in the expected layout under {shown} "
+                      "(see pipeline/sources/README.md)", "")
+    return result

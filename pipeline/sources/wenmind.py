@@ -8,22 +8,37 @@ import re
 from collections import defaultdict
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult, display_path, read_text
+from pipeline.sources import ParseResult, display_path, guarded_file, read_text
 
 REQUIRED = ("id", "question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en")
 LETTERS = re.compile(r"^[A-H]$")
 LETTER_SET = re.compile(r"^[A-H](?:[、,，\s]*[A-H])+$")
-# "A、text  B、text" / "A.text" / "A．text" — options written inline after the stem
+# Options are written inline after the stem, most often "A、text  B、text" / "A.text" / "A．text"
+# after a space or newline; some run on from the stem ("…？A.甲B.乙") or have no separator at all
+# ("…（）A杜甫B苏轼C李白"). Patterns from strict to loose; the letters found must read A, B, C, …
 INLINE_OPTION = re.compile(r"(?:^|\s|\n)([A-H])[、.．:：]\s*")
+GLUED_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[、.．:：]\s*")
+BARE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])(?![A-Za-z0-9])")
 
 
 def split_inline_choices(question: str) -> list[str]:
-    marks = list(INLINE_OPTION.finditer(question))
+    """The option texts, or [] when the question has no readable A, B, C, … sequence. The loosest
+    pattern is used only when it finds more options than a stricter one (as in "…C、丙D丁")."""
+    best: list[str] = []
+    for pattern in (INLINE_OPTION, GLUED_OPTION, BARE_OPTION):
+        choices = _choices(question, pattern)
+        if len(choices) > len(best):
+            best = choices
+    return best
+
+
+def _choices(question: str, pattern: re.Pattern) -> list[str]:
+    marks = list(pattern.finditer(question))
     labels = [m.group(1) for m in marks]
     if len(labels) < 2 or labels != [chr(ord("A") + i) for i in range(len(labels))]:
         return []
-    return [question[m.end(): (marks[i + 1].start() if i + 1 < len(marks) else len(question))].strip()
-            for i, m in enumerate(marks)]
+    ends = [m.start() for m in marks[1:]] + [len(question)]
+    return [question[m.end():end].lstrip("、.．:：").strip() for m, end in zip(marks, ends)]
 
 
 def item_format(question_format: str, answer: str) -> str:
@@ -43,7 +58,8 @@ def parse(spec: SourceSpec) -> ParseResult:
     files = [spec.path] if spec.path.is_file() else sorted(spec.path.glob("WenMind*.json"))
     root = spec.path.parent if spec.path.is_file() else spec.path
     for path in files:
-        _parse_file(spec, path, display_path(path, root), result)
+        shown = display_path(path, root)
+        guarded_file(result, "wenmind", shown, lambda own, path=path, shown=shown: _parse_file(spec, path, shown, own))
     _attach_label_sets(result)
     return result
 
