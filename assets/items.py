@@ -4,11 +4,14 @@
 import dagster as dg
 import pandas as pd
 
-from pipeline import schema
+import pyarrow.parquet as pq
+
+from pipeline import paths, schema
+from pipeline.corrections import correct, diff_versions
 from pipeline.dedup import DedupParams, cluster
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
-from pipeline.standardize import standardize
+from pipeline.standardize import standardize, versions_changed
 
 RAW_KEYS = [f"raw_{b}" for b in schema.BENCHMARKS]
 
@@ -26,12 +29,24 @@ def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
                              description="Every benchmark item in the one schema (pipeline/schema.py)."),
         "quarantine": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
                                   description="Rows that could not become items, with file, locator and reason."),
+        "corrections_audit": dg.AssetOut(
+            io_manager_key="lake", kinds={"parquet"},
+            description="One row per correction (applied, stale or unknown item) and per field that "
+                        "changed between two versions of a source."),
     },
+    check_specs=[dg.AssetCheckSpec("corrections_apply", asset="corrections_audit",
+                                   description="every correction still matches its item")],
 )
 def standardized_items(**raw_frames: pd.DataFrame):
     raw = pd.concat(raw_frames.values(), ignore_index=True)
     readable = raw[raw["reason"].isna()].drop(columns=["reason", "raw"])
     items, duplicates = standardize(schema.records(readable))
+    items, audit = correct(items, paths.corrections_dir())
+    # The items this asset wrote last time (if any): a new source version is diffed against them.
+    previous_file = paths.lake_dir() / "items.parquet"
+    if previous_file.is_file():
+        previous = pq.read_table(previous_file).to_pylist()
+        audit += diff_versions(versions_changed(previous, items), items)
     quarantined = schema.records(raw[raw["reason"].notna()][schema.QUARANTINE.names]) + duplicates
     items_frame = schema.to_frame(items, schema.ITEMS)
     yield dg.Output(items_frame, output_name="items",
@@ -40,6 +55,14 @@ def standardized_items(**raw_frames: pd.DataFrame):
                         items_frame.groupby("benchmark").size().to_dict())})
     yield dg.Output(schema.to_frame(quarantined, schema.QUARANTINE), output_name="quarantine",
                     metadata={"rows": len(quarantined)})
+    statuses = pd.Series([row["status"] for row in audit], dtype=object).value_counts().to_dict()
+    yield dg.Output(schema.to_frame(audit, schema.CORRECTIONS_AUDIT), output_name="corrections_audit",
+                    metadata={"by status": dg.MetadataValue.json({k: int(v) for k, v in statuses.items()})})
+    not_applied = [f"{row['item_id']} {row['field']}: {row['status']}" for row in audit
+                   if row["status"] in ("stale", "unknown_item")]
+    yield dg.AssetCheckResult(check_name="corrections_apply", asset_key="corrections_audit",
+                              passed=not not_applied, severity=dg.AssetCheckSeverity.WARN,
+                              metadata={"not applied": dg.MetadataValue.json(not_applied[:100])})
 
 
 @dg.multi_asset(

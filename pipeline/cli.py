@@ -24,6 +24,11 @@ def main(argv: list[str] | None = None) -> int:
     q_p.add_argument("sql")
     lb_p = sub.add_parser("leaderboard", help="print the leaderboard (optionally one benchmark)")
     lb_p.add_argument("benchmark", nargs="?")
+    ex_p = sub.add_parser("export-aceval", help="write a model's AC-EVAL test predictions as the official submission JSON")
+    ex_p.add_argument("--model", required=True)
+    ex_p.add_argument("--setting", default="zero_shot_ao")
+    ex_p.add_argument("--variant", default="original")
+    ex_p.add_argument("-o", "--output", required=True, help="the JSON file to write")
     args = parser.parse_args(argv)
 
     from pipeline.config import ConfigError
@@ -33,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
             return run(args)
         if args.command == "query":
             return query(args.sql)
+        if args.command == "export-aceval":
+            return export_aceval(args)
         return leaderboard(args.benchmark)
     except (ConfigError, FileNotFoundError) as exc:
         print(f"wenheng: {exc}", file=sys.stderr)
@@ -77,6 +84,26 @@ def query(sql: str) -> int:
     with connect_readonly(paths.warehouse_file()) as con:
         frame = con.execute(text).df()
     _print_frame(frame)
+    return 0
+
+
+def export_aceval(args: argparse.Namespace) -> int:
+    """Predictions are the scorer's extracted letters (or whatever it extracted, kept as given)."""
+    import json
+
+    from pipeline.sources.aceval import submission
+    from pipeline.warehouse import connect_readonly
+
+    with connect_readonly(paths.warehouse_file()) as con:
+        rows = con.execute("""SELECT item_id, extracted FROM scores
+            WHERE benchmark = 'aceval' AND item_id LIKE 'aceval/test/%' AND model = ? AND setting = ? AND variant = ?""",
+                           [args.model, args.setting, args.variant]).fetchall()
+    if not rows:
+        print(f"wenheng: no AC-EVAL test responses for model {args.model!r}, setting {args.setting!r}, "
+              f"variant {args.variant!r} in the warehouse", file=sys.stderr)
+        return 2
+    Path(args.output).write_text(json.dumps(submission(rows), ensure_ascii=False, indent=1), encoding="utf-8")
+    print(f"wrote {len(rows)} predictions to {args.output}")
     return 0
 
 

@@ -26,8 +26,7 @@ from typing import Any
 import yaml
 
 from pipeline.paths import PROJECT_ROOT
-from pipeline.schema import answer_hash, content_hash
-from pipeline.script import detect_script
+from pipeline.standardize import derive_fields
 
 TEXT_FIELDS = ("context", "question", "answer")
 LIST_FIELDS = ("choices", "references")
@@ -75,9 +74,12 @@ def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Cor
     both hashes of a corrected item are recomputed."""
     items = [dict(item) for item in items]
     by_id = {item["item_id"]: item for item in items}
+    ingested = {item["benchmark"] for item in items}
     audit, changed = [], set()
     for corr in corrections:
         item = by_id.get(corr.item_id)
+        if item is None and corr.item_id.split("/", 1)[0] not in ingested:
+            continue  # a correction to a benchmark this run does not ingest
         if item is None:
             audit.append(_audit(corr, corr.item_id.split("/", 1)[0], "unknown_item"))
             continue
@@ -100,11 +102,7 @@ def correct(items: Iterable[dict[str, Any]], path: Path) -> tuple[list[dict[str,
 
 def rehash(item: dict[str, Any]) -> dict[str, Any]:
     """Recompute what standardize derives from the text: script and both hashes."""
-    text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
-    item["script"] = detect_script(text)
-    item["content_hash"] = content_hash(item)
-    item["answer_hash"] = answer_hash(item)
-    return item
+    return derive_fields(item)
 
 
 def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[dict[str, Any]]

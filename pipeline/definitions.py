@@ -17,6 +17,7 @@ from assets.sources import raw_assets
 from assets.warehouse import warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
+from pipeline.sources import fingerprint
 from resources.engines import ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 
@@ -48,11 +49,25 @@ def models_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
 
 
+@dg.sensor(job=prepare_job, minimum_interval_seconds=60,
+           description="Re-runs `prepare` when a source file, the sources file or a corrections file changes; "
+                       "responses, scores and the warehouse follow through their automation conditions.")
+def source_changes_sensor(context: dg.SensorEvaluationContext):
+    try:
+        current = fingerprint(paths.sources_file(), paths.corrections_dir())
+    except (ConfigError, OSError) as exc:
+        return dg.SkipReason(f"cannot read the sources: {exc}")
+    if current == context.cursor:
+        return dg.SkipReason("no source or correction has changed")
+    context.update_cursor(current)
+    return dg.RunRequest(run_key=current)
+
+
 defs = dg.Definitions(
     assets=[*raw_assets, standardized_items, dedup, item_variants, prompts, responses, scores, warehouse],
     jobs=[prepare_job, evaluate_job, publish_job],
     schedules=[nightly_rebuild],
-    sensors=[models_sensor],
+    sensors=[models_sensor, source_changes_sensor],
     resources={
         "lake": ParquetLakeIOManager(),
         "sources": SourcesResource(),

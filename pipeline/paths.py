@@ -23,6 +23,10 @@ def models_file() -> Path:
     return _env_path("WENHENG_MODELS", DATA_DIR / "models.yaml")
 
 
+def corrections_dir() -> Path:
+    return _env_path("WENHENG_CORRECTIONS", DATA_DIR / "corrections")
+
+
 def warehouse_file() -> Path:
     return _env_path("WENHENG_WAREHOUSE", DATA_DIR / "warehouse.duckdb")
 

@@ -22,11 +22,24 @@ def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[d
             })
             continue
         seen.add(item["item_id"])
-        text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
-        item["script"] = detect_script(text)
-        item["content_hash"] = content_hash(item)
-        item["answer_hash"] = answer_hash(item)
+        derive_fields(item)
         if not isinstance(item.get("metadata"), str):
             item["metadata"] = stable_json(item.get("metadata") or {})
         items.append(item)
     return items, quarantine
+
+
+def versions_changed(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The previous items of benchmarks whose source_version differs now: only a new upstream
+    version is diffed, so an unchanged source never reports its own corrections as changes."""
+    now = {it["benchmark"]: it["source_version"] for it in current}
+    return [it for it in previous if it["benchmark"] in now and it["source_version"] != now[it["benchmark"]]]
+
+
+def derive_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """What is derived from an item's text: its script and both hashes (in place)."""
+    text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
+    item["script"] = detect_script(text)
+    item["content_hash"] = content_hash(item)
+    item["answer_hash"] = answer_hash(item)
+    return item

@@ -17,6 +17,7 @@ from pipeline import schema
 BASE_TABLES: dict[str, tuple[str, pa.Schema]] = {
     "items": ("items.parquet", schema.ITEMS),
     "quarantine": ("quarantine.parquet", schema.QUARANTINE),
+    "corrections_audit": ("corrections_audit.parquet", schema.CORRECTIONS_AUDIT),
     "dedup_clusters": ("dedup_clusters.parquet", schema.DEDUP_CLUSTERS),
     "contamination": ("contamination.parquet", schema.CONTAMINATION),
     "item_variants": ("item_variants.parquet", schema.ITEM_VARIANTS),

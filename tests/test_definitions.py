@@ -40,3 +40,19 @@ def test_models_sensor_adds_a_partition_per_configured_model(workdir, monkeypatc
         result = models_sensor(dg.build_sensor_context(instance=instance))
         (request,) = result.dynamic_partitions_requests
         assert list(request.partition_keys) == ["oracle"]
+
+
+def test_source_changes_sensor_fires_when_a_correction_lands(workdir, monkeypatch):
+    from pipeline.definitions import source_changes_sensor
+
+    corrections = workdir / "corrections"
+    corrections.mkdir()
+    monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
+    with dg.instance_for_test() as instance:
+        first = source_changes_sensor(dg.build_sensor_context(instance=instance))
+        assert isinstance(first, dg.RunRequest)
+        context = dg.build_sensor_context(instance=instance, cursor=first.run_key)
+        assert isinstance(source_changes_sensor(context), dg.SkipReason)
+        (corrections / "fix.yaml").write_text("corrections: []\n", encoding="utf-8")
+        again = source_changes_sensor(dg.build_sensor_context(instance=instance, cursor=first.run_key))
+        assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key

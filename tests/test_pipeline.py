@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import json
 import random
+import shutil
 
 import duckdb
 import pytest
@@ -98,3 +100,34 @@ def test_random_baseline_is_near_chance(workdir, monkeypatch):
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         accuracy, n = con.execute("SELECT avg(score), count(score) FROM scores WHERE model = 'random'").fetchone()
     assert n == 400 and 0.19 <= accuracy <= 0.31  # chance 0.25, binomial sd 0.022
+
+
+def test_corrections_and_aceval_submission(baseline_run, workdir):
+    _, con = baseline_run
+    applied = con.execute("""SELECT item_id, field, status FROM corrections_audit""").fetchall()
+    assert ("wyweb/dev/irc/2", "context", "applied") in applied
+    assert not con.execute("SELECT context FROM items WHERE item_id = 'wyweb/dev/irc/2'").fetchone()[0].startswith("<")
+    from pipeline.cli import main
+
+    out = workdir / "submission.json"
+    assert main(["export-aceval", "--model", "random", "-o", str(out)]) == 0
+    submitted = json.loads(out.read_text(encoding="utf-8"))
+    assert submitted == {"historical_facts": {"0": submitted["historical_facts"]["0"], "1": submitted["historical_facts"]["1"]},
+                         "translation": {"0": submitted["translation"]["0"]}}
+    assert all(v in "ABCD" for subject in submitted.values() for v in subject.values())
+
+
+def test_a_new_source_version_is_diffed_into_the_audit(workdir, monkeypatch):
+    samples = workdir / "samples"
+    shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1}}\n")
+    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
+    dev = samples / "dev" / "historical_facts.csv"
+    dev.write_text(dev.read_text(encoding="utf-8").replace("郡县制,分封制", "郡县制度,分封制"), encoding="utf-8")
+    write_yaml(sources, f"benchmarks:\n  aceval: {{path: {samples}, version: v2}}\n")
+    assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT item_id, field, status, origin FROM corrections_audit").fetchall()
+    assert rows == [("aceval/dev/historical_facts/0", "choices", "changed_upstream", "upstream v1 -> v2")]

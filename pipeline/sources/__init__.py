@@ -131,3 +131,22 @@ def parse_source(spec: SourceSpec) -> ParseResult:
                       f"no {spec.benchmark} files in the expected layout under {shown} "
                       "(see pipeline/sources/README.md)", "")
     return result
+
+
+def fingerprint(sources_file: Path, corrections_dir: Path) -> str:
+    """A cheap fingerprint of everything ingestion reads: the sources file, each local source path
+    (names, sizes, modification times) and the corrections files. It changes when data lands."""
+    import hashlib
+
+    from pipeline.config import load_sources
+
+    parts = [sources_file.read_bytes()]
+    watched = [spec.path for spec in load_sources(sources_file).values() if spec.path is not None]
+    watched.append(corrections_dir)
+    for root in watched:
+        files = sorted(root.rglob("*")) if root.is_dir() else [root]
+        for file in files:
+            if file.is_file():
+                stat = file.stat()
+                parts.append(f"{file}|{stat.st_size}|{stat.st_mtime_ns}".encode())
+    return hashlib.sha256(b"\n".join(parts)).hexdigest()
