@@ -11,13 +11,15 @@ from assets.evaluate import responses, scores
 
 @dg.asset(
     group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
-    deps=["items", "quarantine", "corrections_audit", "dedup_clusters", "contamination", "item_variants", responses, scores],
+    deps=["items", "quarantine", "corrections_audit", "dedup_clusters", "contamination", "item_variants", "prompts",
+          responses, scores],
     automation_condition=dg.AutomationCondition.eager(),
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
                                    description="one score row per response row")],
 )
 def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource):
-    """items, quarantine, corrections_audit, dedup_clusters, contamination, item_variants, responses, scores, plus
+    """items, quarantine, corrections_audit, dedup_clusters, contamination, item_variants, prompts,
+    responses (to the current prompts) and their scores, plus
     model_task_scores and the leaderboard view (sql/)."""
     db_path = warehouse_db.path()
     counts = build_warehouse(db_path, paths.lake_dir(), paths.SQL_DIR)

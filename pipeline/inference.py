@@ -38,8 +38,9 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         sampling = {"temperature": temperature, "max_tokens": max_tokens}
         if constrain_to:
             sampling["choice"] = list(constrain_to)
+        key_extra = {"gold": item["answer"]} if identity.get("reads_gold") else {}
         planned.append((row, Request(
-            cache_key=cache_key(spec.name, identity, messages, sampling),
+            cache_key=cache_key(spec.name, identity, messages, sampling | key_extra),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
             constrain_to=constrain_to, choices=letters, answer=item["answer"], labels=tuple(meta.get("labels", ())),
         )))

@@ -21,8 +21,18 @@ BASE_TABLES: dict[str, tuple[str, pa.Schema]] = {
     "dedup_clusters": ("dedup_clusters.parquet", schema.DEDUP_CLUSTERS),
     "contamination": ("contamination.parquet", schema.CONTAMINATION),
     "item_variants": ("item_variants.parquet", schema.ITEM_VARIANTS),
+    "prompts": ("prompts.parquet", schema.PROMPTS),
     "responses": ("responses/*/*.parquet", schema.RESPONSES),
     "scores": ("scores/*/*.parquet", schema.SCORES),
+}
+
+# Partition files outlive the items they answered (a source was corrected, a sample set swapped
+# for the real files). Only responses to the current prompts, and their scores, are published.
+CURRENT_ONLY = {
+    "responses": "SELECT * FROM {src} r WHERE EXISTS (SELECT 1 FROM prompts p WHERE p.item_id = r.item_id"
+                 " AND p.variant = r.variant AND p.setting = r.setting AND p.prompt_hash = r.prompt_hash)",
+    "scores": "SELECT * FROM {src} s WHERE EXISTS (SELECT 1 FROM responses r WHERE r.item_id = s.item_id"
+              " AND r.variant = s.variant AND r.setting = s.setting AND r.model = s.model)",
 }
 
 
@@ -36,7 +46,9 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
         for table, (pattern, table_schema) in BASE_TABLES.items():
             files = sorted(str(p) for p in lake_dir.glob(pattern))
             if files:
-                con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet(?, union_by_name=true)", [files])
+                source = "read_parquet(?, union_by_name=true)"
+                query = CURRENT_ONLY.get(table, "SELECT * FROM {src}").format(src=source)
+                con.execute(f"CREATE TABLE {table} AS {query}", [files])
             else:
                 con.register("empty_table", table_schema.empty_table())
                 con.execute(f"CREATE TABLE {table} AS SELECT * FROM empty_table")

@@ -63,3 +63,26 @@ def test_errors_are_returned_but_not_cached(tmp_path):
     assert stats.errors == 2 and found[requests[0].cache_key].error == "boom" and len(cache) == 0
     found, stats = run_with_cache(engine, requests, cache)
     assert stats.sent == 2 and found[requests[0].cache_key].text == "ok" and len(cache) == 2
+
+
+def test_oracle_is_not_fooled_by_identical_prompts_with_different_golds(tmp_path):
+    """Real benchmarks hold identical questions with different golds; the oracle must still
+    answer each with its own gold, while a real model's identical prompts share one call."""
+    import json
+
+    from pipeline.config import ModelSpec
+    from pipeline.inference import plan
+
+    items = {f"x/{i}": {"item_id": f"x/{i}", "benchmark": "aceval", "format": "mcq_single", "answer": gold,
+                        "choices": ["甲", "乙", "丙", "丁"], "metadata": "{}"} for i, gold in enumerate("AB")}
+    prompts = [{"item_id": f"x/{i}", "benchmark": "aceval", "variant": "original", "setting": "zero_shot_ao",
+                "max_tokens": 8, "prompt_hash": "h", "messages": json.dumps([{"role": "user", "content": "同一题"}])}
+               for i in range(2)]
+    oracle = BaselineEngine("oracle")
+    planned = plan(ModelSpec("oracle", "baseline"), oracle.identity(), "aceval", prompts, items)
+    found, stats = run_with_cache(oracle, [r for _, r in planned], ResponseCache(tmp_path / "c.sqlite"))
+    assert [found[r.cache_key].text for _, r in planned] == ["A", "B"] and stats.sent == 2
+    model = BaselineEngine("random")
+    planned = plan(ModelSpec("random", "baseline"), model.identity(), "aceval", prompts, items)
+    _, stats = run_with_cache(model, [r for _, r in planned], ResponseCache(tmp_path / "d.sqlite"))
+    assert stats.sent == 1

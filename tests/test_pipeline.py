@@ -131,3 +131,21 @@ def test_a_new_source_version_is_diffed_into_the_audit(workdir, monkeypatch):
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute("SELECT item_id, field, status, origin FROM corrections_audit").fetchall()
     assert rows == [("aceval/dev/historical_facts/0", "choices", "changed_upstream", "upstream v1 -> v2")]
+
+
+def test_responses_to_outdated_prompts_are_not_published(workdir, monkeypatch):
+    samples = workdir / "samples"
+    shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1}}\n")
+    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
+    dev = samples / "dev" / "historical_facts.csv"
+    dev.write_text(dev.read_text(encoding="utf-8").replace("秦始皇统一六国后", "秦统一六国后"), encoding="utf-8")
+    # rebuild items and the warehouse, but do not re-run inference
+    assert run_pipeline(["aceval"], ["oracle"], selection="group:sources or group:items or key:warehouse",
+                        log=lambda _: None).ok
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        ids = {row[0] for row in con.execute("SELECT item_id FROM responses").fetchall()}
+        assert "aceval/dev/historical_facts/0" not in ids and len(ids) == 11
+        assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == 11

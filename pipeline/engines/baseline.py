@@ -20,7 +20,10 @@ class BaselineEngine:
         self.prompts_received = 0  # lets tests prove the cache stops prompts from arriving
 
     def identity(self) -> dict[str, Any]:
-        return {"engine": "baseline", "strategy": self.strategy, "seed": self.seed}
+        # The oracle's answer depends on the gold, not only on the prompt: identical prompts with
+        # different golds (real duplicates in WenMind and WYWEB) must not share a cached answer.
+        return {"engine": "baseline", "strategy": self.strategy, "seed": self.seed,
+                "reads_gold": self.strategy == "oracle"}
 
     def load(self) -> None:
         pass
