@@ -20,6 +20,9 @@ class ResponseCache:
         self.path = path
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # Rows still survive a killed process; only an OS crash could drop the last few. Each
+        # answer is stored as it arrives, so a full fsync per row would stall the whole batch.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (cache_key TEXT PRIMARY KEY, text TEXT,"
             " finish_reason TEXT, tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, error TEXT,"

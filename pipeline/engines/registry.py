@@ -14,4 +14,8 @@ def build_engine(spec: ModelSpec):
         from pipeline.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(**spec.params)
+    if spec.engine == "openai":
+        from pipeline.engines.openai_engine import OpenAIEngine
+
+        return OpenAIEngine(**spec.params)
     raise ValueError(f"model {spec.name}: unknown engine {spec.engine!r}")
