@@ -1,15 +1,20 @@
-"""Inference throughput: wenheng's inference path against raw vLLM on the same prompts.
+"""Inference throughput, in one run:
 
     .venv/bin/python benchmarks/inference.py [--max-tokens 32]
 
-Prints (a) output tokens/s of raw `LLM.generate` and of wenheng's path (response cache lookup,
-engine call, cache writes) with their ratio, and (c) cache-hit items/s on a second pass.
-Prompts: every sample item x script variant x protocol setting (216 prompts)."""
+(a) output tokens/s of raw `LLM.generate` and of wenheng's vLLM path (cache lookup, engine,
+    one cache write per answer as it finishes) on the same prompts, and their ratio;
+(b) OpenAI-path calls/s at concurrency 32 against the loopback server with 50 ms latency, over
+    the ideal 640/s (benchmarks/openai_path.py, run after the vLLM engine is shut down);
+(c) cache-hit items/s on a second pass over (a)'s prompts.
+Prompts: every sample item x script variant x protocol setting."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -39,7 +44,7 @@ def main() -> None:
 
     from pipeline.engines import Request, run_with_cache
     from pipeline.engines.cache import ResponseCache
-    from pipeline.engines.vllm_engine import VLLMEngine
+    from pipeline.engines.vllm_engine import VLLMEngine, shutdown_engines
 
     engine = VLLMEngine(model="bundled:gemma3-270m", chat_template=False, dtype="bfloat16", max_model_len=2048,
                         enforce_eager=True, kv_cache_memory_bytes=1 << 30)
@@ -73,6 +78,9 @@ def main() -> None:
     print(f"    ratio wenheng/raw:  {(ours_tokens / ours_s) / (raw_tokens / raw_s):.3f}  (target >= 0.95)")
     print(f"(c) cache hits: {again.cache_hits} items in {hit_s:.3f} s = {again.cache_hits / hit_s:,.0f} items/s"
           f" (prompts sent: {again.sent})")
+    shutdown_engines()
+    print("(b) OpenAI path:", flush=True)
+    subprocess.run([sys.executable, str(Path(__file__).with_name("openai_path.py"))], check=True)
 
 
 if __name__ == "__main__":  # vLLM starts its engine with spawn
