@@ -7,7 +7,7 @@
 (b) OpenAI-path calls/s at concurrency 32 against the loopback server with 50 ms latency, over
     the ideal 640/s (benchmarks/openai_path.py, run after the vLLM engine is shut down);
 (c) cache-hit items/s on a second pass over (a)'s prompts.
-Prompts: every sample item x script variant x protocol setting."""
+Prompts: the first --limit (256) of every sample item x script variant x protocol setting."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def sample_prompts() -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--limit", type=int, default=256, help="prompts per pass (CPU time)")
     args = parser.parse_args()
 
     from vllm import SamplingParams
@@ -52,7 +53,7 @@ def main() -> None:
     engine.load()
     print(f"model load: {time.perf_counter() - started:.1f} s")
     llm = engine._llm()
-    prompts = sample_prompts()
+    prompts = sample_prompts()[:args.limit]
     params = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, seed=0)
     llm.generate(prompts[:8], params, use_tqdm=False)  # warm-up
 
