@@ -1,6 +1,8 @@
 """items, quarantine, dedup, script variants and prompts: everything before a model is asked."""
 
 
+from collections import Counter
+
 import dagster as dg
 import pandas as pd
 
@@ -8,10 +10,12 @@ import pyarrow.parquet as pq
 
 from pipeline import paths, schema
 from pipeline.corrections import correct, diff_versions
-from pipeline.dedup import DedupParams, cluster
+from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
+from pipeline.config import load_duplicate_policy
 from pipeline.standardize import standardize, versions_changed
+from resources.engines import ModelsResource, SourcesResource
 
 RAW_KEYS = [f"raw_{b}" for b in schema.BENCHMARKS]
 
@@ -66,12 +70,13 @@ def standardized_items(**raw_frames: pd.DataFrame):
 
 
 @dg.multi_asset(
-    group_name="items", code_version="1", can_subset=False,
+    group_name="items", code_version="2", can_subset=False,
     outs={
         "dedup_clusters": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
-                                      description="Near- and exact-duplicate clusters (MinHashLSH + Jaccard)."),
+                                      description="Near- and exact-duplicate clusters within each benchmark "
+                                                  "(MinHashLSH candidates, exact Jaccard, union-find)."),
         "contamination": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
-                                     description="Duplicate pairs that cross benchmarks."),
+                                     description="Duplicate pairs across benchmarks: reported, never dropped."),
     },
     check_specs=[dg.AssetCheckSpec("consistent_gold", asset="dedup_clusters",
                                    description="duplicates within a benchmark share their gold answer")],
@@ -83,33 +88,39 @@ def dedup(items: pd.DataFrame):
     yield dg.Output(clusters, output_name="dedup_clusters", metadata={
         "clusters": int(clusters["cluster_id"].nunique()) if len(clusters) else 0,
         "items in clusters": len(clusters)})
+    pairs = Counter(f"{c['benchmark_a']} x {c['benchmark_b']}" for c in contamination)
     yield dg.Output(schema.to_frame(contamination, schema.CONTAMINATION), output_name="contamination",
-                    metadata={"pairs": len(contamination)})
-    answers = items.set_index("item_id")["answer_hash"]
-    conflicts = []
-    if len(clusters):
-        with_answer = clusters.assign(answer_hash=clusters["item_id"].map(answers))
-        for (cluster_id, bench), group in with_answer.groupby(["cluster_id", "benchmark"]):
-            if group["answer_hash"].nunique() > 1:
-                conflicts.append(sorted(group["item_id"]))
+                    metadata={"pairs": len(contamination), "per benchmark pair": dg.MetadataValue.json(dict(pairs))})
+    conflicts = conflicting_clusters(records, rows)
     yield dg.AssetCheckResult(check_name="consistent_gold", asset_key="dedup_clusters",
                               passed=not conflicts, severity=dg.AssetCheckSeverity.WARN,
-                              metadata={"conflicting clusters": dg.MetadataValue.json(conflicts[:50])})
+                              metadata={"conflicting clusters": len(conflicts),
+                                        "first 50": dg.MetadataValue.json(conflicts[:50])})
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"})
-def item_variants(items: pd.DataFrame) -> pd.DataFrame:
-    """Each item as stored (original), in simplified (OpenCC t2s) and in traditional (s2t) script."""
+@dg.asset(group_name="items", io_manager_key="lake", code_version="2", kinds={"parquet"})
+def item_variants(items: pd.DataFrame, models: ModelsResource) -> pd.DataFrame:
+    """Each item as stored (original), in simplified (OpenCC t2s) and traditional (s2t) script, plus
+    any regional form a model asks for (traditional_tw / traditional_hk)."""
+    wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
+                                            - set(schema.VARIANTS))
     records = schema.records(items)
-    rows = [make_variant(item, variant) for item in records for variant in schema.VARIANTS]
+    rows = [make_variant(item, variant) for item in records for variant in wanted]
     return schema.to_frame(rows, schema.ITEM_VARIANTS)
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"})
-def prompts(items: pd.DataFrame, item_variants: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Every item variant rendered under each protocol setting of its benchmark (pipeline/protocols.yaml)."""
-    rows = build_prompt_rows(schema.records(items), schema.records(item_variants))
+@dg.asset(group_name="items", io_manager_key="lake", code_version="2", kinds={"parquet"})
+def prompts(items: pd.DataFrame, item_variants: pd.DataFrame, dedup_clusters: pd.DataFrame,
+            sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+    """Every item variant rendered under each protocol setting of its benchmark (pipeline/protocols.yaml),
+    leaving out within-benchmark duplicates when the sources file says `duplicates: drop`."""
+    policy = load_duplicate_policy(sources.path())
+    kept = evaluation_items(schema.records(items), schema.records(dedup_clusters), policy)
+    kept_ids = {it["item_id"] for it in kept}
+    variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
+    rows = build_prompt_rows(kept, variants)
     frame = schema.to_frame(rows, schema.PROMPTS)
     per_setting = {f"{b}/{s}": int(n) for (b, s), n in frame.groupby(["benchmark", "setting"]).size().items()}
     return dg.Output(frame, data_version=_frame_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
-                     metadata={"per setting": dg.MetadataValue.json(per_setting)})
+                     metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,
+                               "items left out": len(items) - len(kept)})

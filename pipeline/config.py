@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from pipeline.schema import BENCHMARKS, VARIANTS
+from pipeline.schema import BENCHMARKS
+from pipeline.script import VARIANT_CONFIGS
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENGINES = ("vllm", "openai", "baseline")
@@ -100,6 +101,18 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     return specs
 
 
+DUPLICATE_POLICIES = ("flag", "drop")
+
+
+def load_duplicate_policy(path: Path) -> str:
+    """`duplicates:` in the sources file: `flag` (default; duplicates are only recorded) or `drop`
+    (within a benchmark, non-representative duplicates sharing the gold are not evaluated)."""
+    policy = str(_load_yaml(path).get("duplicates", "flag"))
+    if policy not in DUPLICATE_POLICIES:
+        raise ConfigError(f"{path}: duplicates must be one of {', '.join(DUPLICATE_POLICIES)} (got {policy!r})")
+    return policy
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
@@ -128,9 +141,9 @@ def load_models(path: Path) -> dict[str, ModelSpec]:
             raise ConfigError(f"{where}: engine must be one of {', '.join(ENGINES)} (got {engine!r})")
         sampling = dict(entry.pop("sampling", None) or {})
         variants = tuple(entry.pop("variants", None) or ("original",))
-        bad = [v for v in variants if v not in VARIANTS]
+        bad = [v for v in variants if v not in VARIANT_CONFIGS]
         if bad:
-            raise ConfigError(f"{where}: unknown variants {bad}; expected some of {', '.join(VARIANTS)}")
+            raise ConfigError(f"{where}: unknown variants {bad}; expected some of {', '.join(VARIANT_CONFIGS)}")
         settings = {b: tuple(s) for b, s in (entry.pop("settings", None) or {}).items()}
         models[str(name)] = ModelSpec(str(name), engine, entry, sampling, variants, settings)
     return models

@@ -39,7 +39,7 @@ ITEMS = pa.schema([
     ("answer", _str),           # gold; null where the benchmark withholds it
     ("references", _list_str),  # extra acceptable answers / translation references
     ("metadata", _str),         # JSON object: difficulty, label sets, explanations, rule specs
-    ("script", _str),           # simplified / traditional / mixed / none
+    ("script", _str),           # simplified / traditional / mixed / neutral (no script-specific character)
     ("content_hash", _str),
     ("answer_hash", _str),
     ("source_file", _str),
@@ -95,7 +95,7 @@ CONTAMINATION = pa.schema([
     ("item_a", _str),
     ("benchmark_b", _str),
     ("item_b", _str),
-    ("similarity", pa.float64()),
+    ("similarity", pa.float64()),   # exact Jaccard of the template-free match keys
 ])
 
 PROMPTS = pa.schema([

@@ -4,13 +4,13 @@ The original text is never modified; variants are separate rows (see schema.ITEM
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import opencc
 
 
-@lru_cache(maxsize=None)
+@cache
 def converter(config: str) -> opencc.OpenCC:
     """OpenCC configs: s2t / t2s (OpenCC standard), s2tw / s2hk (regional forms), t2tw, ..."""
     return opencc.OpenCC(config)
@@ -40,13 +40,23 @@ def detect_script(text: str) -> str:
     return "mixed"
 
 
-VARIANT_CONFIGS = {"original": None, "simplified": "t2s", "traditional": "s2t"}
+# Variant name -> OpenCC config. "traditional" is OpenCC's own standard; the regional forms
+# (Taiwan: 為 裡 著, Hong Kong: 為 裏 説) are there for models trained mostly on one of them.
+VARIANT_CONFIGS = {
+    "original": None,
+    "simplified": "t2s",
+    "traditional": "s2t",
+    "traditional_tw": "s2tw",
+    "traditional_hk": "s2hk",
+}
 TEXT_FIELDS = ("context", "question", "answer")
 LIST_FIELDS = ("choices", "references")
 
 
 def make_variant(item: dict[str, Any], variant: str, config: str | None = None) -> dict[str, Any]:
-    """One item's text in one script. `config` overrides the variant's default (e.g. s2tw)."""
+    """One item's text in one script. `config` overrides the variant's default (e.g. s2twp)."""
+    if config is None and variant not in VARIANT_CONFIGS:
+        raise ValueError(f"unknown script variant {variant!r}; expected one of {', '.join(VARIANT_CONFIGS)}")
     config = config or VARIANT_CONFIGS[variant]
     row = {"item_id": item["item_id"], "variant": variant, "benchmark": item["benchmark"]}
     for name in TEXT_FIELDS:

@@ -149,3 +149,16 @@ def test_responses_to_outdated_prompts_are_not_published(workdir, monkeypatch):
         ids = {row[0] for row in con.execute("SELECT item_id FROM responses").fetchall()}
         assert "aceval/dev/historical_facts/0" not in ids and len(ids) == 11
         assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == 11
+
+
+def test_drop_policy_leaves_duplicates_out_of_evaluation(workdir, monkeypatch):
+    samples = ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json"
+    sources = write_yaml(workdir / "sources.yaml",
+                         f"duplicates: drop\nbenchmarks:\n  wenmind: {{path: {samples}, version: s}}\n")
+    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    summary = run_pipeline(["wenmind"], ["oracle"], log=lambda _: None)
+    assert summary.ok and summary.metadata("prompts")["items left out"] == 1
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        answered = {r[0] for r in con.execute("SELECT item_id FROM responses").fetchall()}
+    assert "wenmind/test/function_words/0" in answered and "wenmind/test/function_words/12" not in answered
