@@ -5,15 +5,14 @@ from collections import Counter
 
 import dagster as dg
 import pandas as pd
-
 import pyarrow.parquet as pq
 
 from pipeline import paths, schema
+from pipeline.config import load_duplicate_policy
 from pipeline.corrections import correct, diff_versions
 from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
-from pipeline.config import load_duplicate_policy
 from pipeline.standardize import standardize, versions_changed
 from resources.engines import ModelsResource, SourcesResource
 

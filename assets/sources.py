@@ -2,7 +2,6 @@
 
 
 import dagster as dg
-import pandas as pd
 
 from pipeline import schema
 from pipeline.config import load_sources

@@ -3,10 +3,10 @@
 
 import dagster as dg
 
+from assets.evaluate import responses, scores
 from pipeline import paths
 from pipeline.warehouse import build as build_warehouse
 from resources.engines import WarehouseResource
-from assets.evaluate import responses, scores
 
 
 @dg.asset(

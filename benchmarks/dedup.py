@@ -137,7 +137,8 @@ def benchmark(items: list[dict], params: DedupParams, repeats: int) -> None:
     base, base_pairs = plain_datasketch(keys, params)
     print(f"baseline (datasketch, one MinHash per key, update per shingle, insert + query; "
           f"{len(keys):,} keys): {base:.2f} s, {base_pairs:,} candidate pairs")
-    print(f"  ours for the same steps: {ours:.2f} s ({len(ours_pairs):,} candidate pairs) -> {base / ours:.1f}x faster; "
+    print(f"  ours for the same steps: {ours:.2f} s ({len(ours_pairs):,} candidate pairs)"
+          f" -> {base / ours:.1f}x faster; "
           f"whole dedup (keys, templates, verification, clusters included) {best:.2f} s -> {base / best:.1f}x")
 
 

@@ -32,7 +32,8 @@ def main() -> None:
     from pipeline.engines.cache import ResponseCache
     from pipeline.engines.openai_engine import OpenAIEngine
 
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"), "--latency", str(args.latency)],
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"),
+                               "--latency", str(args.latency)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         port = int(server.stdout.readline().split()[1])

@@ -13,7 +13,8 @@ from pipeline import paths
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="wenheng", description="Classical-Chinese LLM benchmarks as a Dagster pipeline")
+    parser = argparse.ArgumentParser(prog="wenheng",
+                                     description="Classical-Chinese LLM benchmarks as a Dagster pipeline")
     sub = parser.add_subparsers(dest="command", required=True)
     run_p = sub.add_parser("run", help="materialize the pipeline in-process and print the leaderboard")
     run_p.add_argument("--sources", help="sources file (default data/sources.yaml or $WENHENG_SOURCES)")
@@ -24,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     q_p.add_argument("sql")
     lb_p = sub.add_parser("leaderboard", help="print the leaderboard (optionally one benchmark)")
     lb_p.add_argument("benchmark", nargs="?")
-    ex_p = sub.add_parser("export-aceval", help="write a model's AC-EVAL test predictions as the official submission JSON")
+    ex_p = sub.add_parser("export-aceval",
+                          help="write a model's AC-EVAL test predictions as the official submission JSON")
     ex_p.add_argument("--model", required=True)
     ex_p.add_argument("--setting", default="zero_shot_ao")
     ex_p.add_argument("--variant", default="original")
@@ -95,8 +97,8 @@ def export_aceval(args: argparse.Namespace) -> int:
     from pipeline.warehouse import connect_readonly
 
     with connect_readonly(paths.warehouse_file()) as con:
-        rows = con.execute("""SELECT item_id, extracted FROM scores
-            WHERE benchmark = 'aceval' AND item_id LIKE 'aceval/test/%' AND model = ? AND setting = ? AND variant = ?""",
+        rows = con.execute("""SELECT item_id, extracted FROM scores WHERE benchmark = 'aceval'
+            AND item_id LIKE 'aceval/test/%' AND model = ? AND setting = ? AND variant = ?""",
                            [args.model, args.setting, args.variant]).fetchall()
     if not rows:
         print(f"wenheng: no AC-EVAL test responses for model {args.model!r}, setting {args.setting!r}, "

@@ -8,9 +8,6 @@ import warnings
 
 import dagster as dg
 
-# Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
-warnings.filterwarnings("ignore", category=dg.BetaWarning)
-
 from assets.evaluate import models_partitions, responses, scores
 from assets.items import dedup, item_variants, prompts, standardized_items
 from assets.sources import raw_assets
@@ -20,6 +17,9 @@ from pipeline.config import ConfigError, load_models
 from pipeline.sources import fingerprint
 from resources.engines import ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
+
+# Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
+warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups("sources", "items"),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request, cache_key
@@ -49,7 +50,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
 
 def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
                   completions: dict[str, Completion]) -> list[dict[str, Any]]:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = []
     for row, req in planned:
         comp = completions[req.cache_key]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -15,7 +16,7 @@ PROTOCOLS_FILE = Path(__file__).with_name("protocols.yaml")
 LETTERS = "ABCDEFGHIJ"  # up to ten options (WYWEB GJC, CP-DUE themes)
 
 
-@lru_cache(maxsize=None)
+@cache
 def protocols() -> dict[str, Any]:
     return yaml.safe_load(PROTOCOLS_FILE.read_text(encoding="utf-8"))
 

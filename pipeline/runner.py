@@ -6,8 +6,9 @@ Partitions of one model run back to back in this process, so a local model loads
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 
 @dataclass

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from pipeline.schema import answer_hash, content_hash, stable_json
 from pipeline.script import detect_script

@@ -32,3 +32,12 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def write_yaml(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Stop a loaded vLLM engine so the test process exits when the tests are done."""
+    import sys
+
+    engine_module = sys.modules.get("pipeline.engines.vllm_engine")
+    if engine_module is not None:
+        engine_module.shutdown_engines()

@@ -65,7 +65,10 @@ def test_wrong_encoding_quarantines_the_file_only(tmp_path, benchmark, bad, good
 
 def test_bom_and_crlf_everywhere(tmp_path):
     bom = b"\xef\xbb\xbf"
-    crlf = lambda text: bom + text.replace("\n", "\r\n").encode("utf-8")
+
+    def crlf(text):
+        return bom + text.replace("\n", "\r\n").encode("utf-8")
+
     _write(tmp_path / "wyweb" / "glner" / "dev.jsonl", crlf(_jsonl({"text": "孔子曰", "label": [[0, 2, "noun_other"]]})))
     _write(tmp_path / "wyweb" / "xuci" / "dev.tsv", crlf("为之\t为人\t0, 0\t0, 0\tt\n"))
     _write(tmp_path / "wyweb" / "irc" / "dev.json", crlf(json.dumps(

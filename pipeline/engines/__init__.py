@@ -6,8 +6,9 @@ is missing are sent, identical prompts are sent once, and each result is stored 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Protocol
 
 from pipeline.schema import stable_hash
 

@@ -5,7 +5,8 @@ the gold's characters (bag-of-characters floor)."""
 from __future__ import annotations
 
 import random
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pipeline.engines import Completion, Request
 

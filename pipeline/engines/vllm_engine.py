@@ -10,7 +10,8 @@ import atexit
 import itertools
 import os
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pipeline import paths
 from pipeline.engines import Completion, Request
@@ -24,8 +25,9 @@ BUNDLED = {"gemma3-270m"}
 
 
 def shutdown_engines() -> None:
-    """Stop loaded engines' worker processes. Left to interpreter exit, vLLM's own finalizers can
-    hang the process after all work is done, so runs call this (and atexit does, as a backstop)."""
+    """Stop loaded engines' worker processes. Left to interpreter exit, multiprocessing's exit
+    handler joins vLLM's engine process, which never ends by itself: the process would hang after
+    all work is done. Runs call this; an atexit hook registered at load time is the backstop."""
     while _LOADED:
         _, llm = _LOADED.popitem()
         try:
@@ -33,8 +35,6 @@ def shutdown_engines() -> None:
         except Exception:  # already gone; nothing left to stop
             pass
 
-
-atexit.register(shutdown_engines)
 
 
 def resolve_model(model: str) -> str:
@@ -72,6 +72,10 @@ class VLLMEngine:
 
             _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,
                                max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
+            # Registered after vLLM has imported multiprocessing, so it runs before (atexit is
+            # last-in, first-out) the handler that would wait on the engine process forever.
+            atexit.unregister(shutdown_engines)
+            atexit.register(shutdown_engines)
         return _LOADED[key]
 
     def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:

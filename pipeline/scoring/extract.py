@@ -8,7 +8,7 @@ same rules over their own letter range."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 _PATTERN_TEXTS = (
     r"答案(?:应该?)?(?:是|为|选择?)?[：:]?\s?(?:选项)?\s?[（(]?([A-D])[）)]?",
@@ -33,7 +33,7 @@ _NO_ANSWER = [re.compile(p) for p in (
 NO_ANSWER, AMBIGUOUS, UNMATCHED, EMPTY = "无", "多选或矛盾", "未匹配到", "空"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _patterns(last: str) -> tuple[re.Pattern, ...]:
     return tuple(re.compile(p.replace("A-D", f"A-{last}")) for p in _PATTERN_TEXTS)
 
