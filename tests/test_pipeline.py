@@ -117,31 +117,36 @@ def test_corrections_and_aceval_submission(baseline_run, workdir):
     assert all(v in "ABCD" for subject in submitted.values() for v in subject.values())
 
 
-def test_a_new_source_version_is_diffed_into_the_audit(workdir, monkeypatch):
+@pytest.fixture
+def aceval_copy(workdir, monkeypatch):
+    """The AC-EVAL samples copied into the work dir (so a test can edit them), evaluated once by
+    the oracle. Returns the sources file and the copied dev file of historical_facts."""
     samples = workdir / "samples"
     shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
     sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1}}\n")
     monkeypatch.setenv("WENHENG_SOURCES", str(sources))
     monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
     assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
-    dev = samples / "dev" / "historical_facts.csv"
-    dev.write_text(dev.read_text(encoding="utf-8").replace("郡县制,分封制", "郡县制度,分封制"), encoding="utf-8")
-    write_yaml(sources, f"benchmarks:\n  aceval: {{path: {samples}, version: v2}}\n")
+    return sources, samples / "dev" / "historical_facts.csv"
+
+
+def _edit(path, old, new):
+    path.write_text(path.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
+
+
+def test_a_new_source_version_is_diffed_into_the_audit(workdir, aceval_copy):
+    sources, dev = aceval_copy
+    _edit(dev, "郡县制,分封制", "郡县制度,分封制")
+    _edit(sources, "version: v1", "version: v2")
     assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         rows = con.execute("SELECT item_id, field, status, origin FROM corrections_audit").fetchall()
     assert rows == [("aceval/dev/historical_facts/0", "choices", "changed_upstream", "upstream v1 -> v2")]
 
 
-def test_responses_to_outdated_prompts_are_not_published(workdir, monkeypatch):
-    samples = workdir / "samples"
-    shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
-    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1}}\n")
-    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
-    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
-    assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
-    dev = samples / "dev" / "historical_facts.csv"
-    dev.write_text(dev.read_text(encoding="utf-8").replace("秦始皇统一六国后", "秦统一六国后"), encoding="utf-8")
+def test_responses_to_outdated_prompts_are_not_published(workdir, aceval_copy):
+    _, dev = aceval_copy
+    _edit(dev, "秦始皇统一六国后", "秦统一六国后")
     # rebuild items and the warehouse, but do not re-run inference
     assert run_pipeline(["aceval"], ["oracle"], selection="group:sources or group:items or key:warehouse",
                         log=lambda _: None).ok
