@@ -8,19 +8,6 @@ from pipeline.config import load_sources
 from pipeline.sources import parse_source
 from resources.engines import SourcesResource
 
-RAW = schema.ITEMS.append(schema.QUARANTINE.field("reason")).append(schema.QUARANTINE.field("raw"))
-
-
-def raw_rows(result) -> list[dict]:
-    """Items and quarantine rows in one frame: `reason` is null for an item."""
-    rows = [{**item, "reason": None, "raw": None} for item in result.items]
-    rows += [{"benchmark": q["benchmark"], "source_file": q["source_file"], "source_locator": q["source_locator"],
-              "reason": q["reason"], "raw": q["raw"]} for q in result.quarantine]
-    for row in rows:
-        if isinstance(row.get("metadata"), dict):
-            row["metadata"] = schema.stable_json(row["metadata"])
-    return rows
-
 
 def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
     @dg.asset(
@@ -35,11 +22,11 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
         specs = load_sources(sources.path())
         if benchmark not in specs:
             context.log.info(f"{benchmark} is not configured in {sources.path()}; producing no rows")
-            yield dg.Output(schema.to_frame([], RAW), metadata={"items": 0, "quarantined": 0})
+            yield dg.Output(schema.to_frame([], schema.RAW_ROWS), metadata={"items": 0, "quarantined": 0})
             yield dg.AssetCheckResult(check_name="rows_reconcile", passed=True, metadata={"files": 0})
             return
         result = parse_source(specs[benchmark])
-        frame = schema.to_frame(raw_rows(result), RAW)
+        frame = schema.to_frame(result.rows(), schema.RAW_ROWS)
         per_file = frame.groupby("source_file").size().to_dict()
         mismatched = {f: (n, per_file.get(f, 0)) for f, n in result.raw_counts.items() if per_file.get(f, 0) != n}
         yield dg.Output(frame, metadata={

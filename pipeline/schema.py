@@ -56,6 +56,10 @@ QUARANTINE = pa.schema([
     ("raw", _str),              # the row as read, so nothing is lost
 ])
 
+# What a raw_<benchmark> asset holds: items (before hashing) and quarantined rows in one table;
+# `reason` is null for an item.
+RAW_ROWS = ITEMS.append(QUARANTINE.field("reason")).append(QUARANTINE.field("raw"))
+
 CORRECTIONS_AUDIT = pa.schema([
     ("item_id", _str),
     ("benchmark", _str),

@@ -36,6 +36,14 @@ class ParseResult:
             "source_locator": str(locator), "reason": reason, "raw": raw,
         })
 
+    def rows(self) -> list[dict[str, Any]]:
+        """Items and quarantine rows together, shaped for schema.RAW_ROWS."""
+        from pipeline.schema import stable_json
+
+        rows = [{**item, "metadata": stable_json(item.get("metadata") or {}), "reason": None, "raw": None}
+                for item in self.items]
+        return rows + [dict(q) for q in self.quarantine]
+
     def extend(self, other: ParseResult) -> None:
         self.items.extend(other.items)
         self.quarantine.extend(other.quarantine)
