@@ -167,3 +167,15 @@ def test_drop_policy_leaves_duplicates_out_of_evaluation(workdir, monkeypatch):
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         answered = {r[0] for r in con.execute("SELECT item_id FROM responses").fetchall()}
     assert "wenmind/test/function_words/0" in answered and "wenmind/test/function_words/12" not in answered
+
+
+def test_robustness_compares_script_variants(workdir, monkeypatch):
+    models = write_yaml(workdir / "models.yaml", "models:\n  random:\n    engine: baseline\n    strategy: random\n"
+                                                 "    variants: [simplified, traditional]\n")
+    monkeypatch.setenv("WENHENG_MODELS", str(models))
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+    assert run_pipeline(["aceval"], ["random"], log=lambda _: None).ok
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        rows = con.execute("SELECT task, n, simplified, traditional, delta FROM robustness").fetchall()
+    assert {r[0] for r in rows} == {"historical_facts", "poetry_appreciation", "translation"}
+    assert all(r[1] > 0 and abs(r[4] - (r[3] - r[2])) < 1e-9 for r in rows)

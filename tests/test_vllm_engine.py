@@ -55,3 +55,21 @@ def test_tiny_model_inside_the_pipeline(workdir, monkeypatch):
     assert scored["scored"] == meta["prompts"]
     rerun = run_pipeline(["wyweb"], ["gemma3-270m"], log=lambda _: None)
     assert rerun.metadata("responses", "wyweb|gemma3-270m")["prompts_sent"] == 0
+
+
+# Gemma's turn format; the bundled base checkpoint ships no chat template of its own.
+GEMMA_TURNS = ("{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' "
+               "else m['role'] }}\n{{ m['content'] }}<end_of_turn>\n{% endfor %}"
+               "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def test_constrained_choice_then_the_chat_path():
+    """Last in this file: the chat engine is a second load of the model."""
+    mcq = "题目：造纸术由谁改进？\nA. 蔡伦\nB. 毕昇\nC. 张衡\nD. 华佗\n答案："
+    [letter] = VLLMEngine(**TINY).generate([Request(cache_key="mcq", messages=({"role": "user", "content": mcq},),
+                                                    max_tokens=4, constrain_to=("A", "B", "C", "D"))])
+    assert letter.error is None and letter.text in ("A", "B", "C", "D")
+    chat = VLLMEngine(**(TINY | {"chat_template": GEMMA_TURNS}))
+    [reply] = chat.generate([_request("中国的首都是哪里？", max_tokens=8)])
+    assert reply.error is None and reply.tokens_out > 0 and reply.tokens_in > 8  # the turn markup was added
+

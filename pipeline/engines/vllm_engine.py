@@ -50,7 +50,11 @@ def resolve_model(model: str) -> str:
 
 
 class VLLMEngine:
-    def __init__(self, model: str, chat_template: bool = True, dtype: str = "bfloat16",
+    """`chat_template`: True renders prompts with the model's own chat template (instruct models),
+    False sends the turns' text as a plain completion prompt (base models), and a string is a
+    Jinja chat template to use instead of the model's."""
+
+    def __init__(self, model: str, chat_template: bool | str = True, dtype: str = "bfloat16",
                  max_model_len: int = 2048, seed: int = 0, **llm_kwargs: Any):
         self.model = model
         self.chat_template, self.dtype, self.max_model_len, self.seed = chat_template, dtype, max_model_len, seed
@@ -102,8 +106,9 @@ class VLLMEngine:
             request_id = f"wenheng-{next(_REQUEST_IDS)}"
             try:
                 if self.chat_template:
+                    template = self.chat_template if isinstance(self.chat_template, str) else None
                     text = llm.get_tokenizer().apply_chat_template(list(req.messages), tokenize=False,
-                                                                   add_generation_prompt=True)
+                                                                   add_generation_prompt=True, chat_template=template)
                     # the rendered template already holds <bos>; do not add it twice
                     engine.add_request(request_id, text, params, tokenization_kwargs={"add_special_tokens": False})
                 else:
