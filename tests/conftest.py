@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-UPSTREAM = ROOT.parent / "shared" / "upstream"
+# The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
+# folder beside the checkout.
+UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
 
 
 def upstream(*parts: str) -> Path:
