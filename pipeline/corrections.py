@@ -91,18 +91,13 @@ def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Cor
         changed.add(corr.item_id)
         audit.append(_audit(corr, item["benchmark"], "applied"))
     for item_id in changed:
-        rehash(by_id[item_id])
+        derive_fields(by_id[item_id])
     return items, audit
 
 
 def correct(items: Iterable[dict[str, Any]], path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Load the corrections under `path` (a file or folder) and apply them."""
     return apply_corrections(items, load_corrections(path))
-
-
-def rehash(item: dict[str, Any]) -> dict[str, Any]:
-    """Recompute what standardize derives from the text: script and both hashes."""
-    return derive_fields(item)
 
 
 def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[dict[str, Any]]

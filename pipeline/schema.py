@@ -157,11 +157,6 @@ def to_frame(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pd.DataFrame:
     return table.to_pandas(types_mapper=_types_mapper)
 
 
-def conform(df: pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    """A frame (possibly read back from parquet) -> an Arrow table with `schema`."""
-    return pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
-
-
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame read back from parquet -> plain dicts: lists instead of arrays, None instead of NA."""
     table = pa.Table.from_pandas(df, preserve_index=False)

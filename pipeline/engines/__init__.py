@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pipeline.schema import stable_hash
@@ -65,7 +65,6 @@ class InferenceStats:
     errors: int = 0
     seconds: float = 0.0
     tokens_out: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def run_with_cache(engine: Engine, requests: Sequence[Request], cache,

@@ -54,14 +54,6 @@ def local_path(url: str, sha256: str, subpath: str, downloads: Path) -> Path:
     return folder / name
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def materialize(spec: SourceSpec) -> Path:
     """Make `spec.path` exist: download and verify on first use, unpack archives; afterwards
     this makes no request at all. Raises FetchError / ChecksumMismatch with what to do."""
