@@ -7,7 +7,7 @@ import pandas as pd
 from pipeline import schema
 from pipeline.engines import run_with_cache
 from pipeline.inference import plan, response_rows
-from pipeline.scoring.rules import score_response
+from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
@@ -63,12 +63,8 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
 def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
     """Rule scores for each response: option extraction, label match, fill-in-the-blank, chrF/BLEU.
     Items only a judge can score get a null score with the reason."""
-    by_id = {it["item_id"]: it for it in schema.records(items[items["item_id"].isin(responses["item_id"])])}
-    rows = []
-    for resp in schema.records(responses):
-        scored = score_response(by_id[resp["item_id"]], resp["text"], resp["error"])
-        rows.append({k: resp[k] for k in ("item_id", "benchmark", "variant", "setting", "model")} | scored)
-    frame = schema.to_frame(rows, schema.SCORES)
+    answered = schema.records(items[items["item_id"].isin(responses["item_id"])])
+    frame = schema.to_frame(score_rows(schema.records(responses), answered), schema.SCORES)
     scored = frame["score"].notna()
     return dg.Output(frame, metadata={
         "responses": len(frame), "scored": int(scored.sum()),

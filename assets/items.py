@@ -9,11 +9,10 @@ import pyarrow.parquet as pq
 
 from pipeline import paths, schema
 from pipeline.config import load_duplicate_policy
-from pipeline.corrections import correct, diff_versions
 from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
-from pipeline.standardize import standardize, versions_changed
+from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
 
 RAW_KEYS = [f"raw_{b}" for b in schema.BENCHMARKS]
@@ -41,16 +40,11 @@ def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
                                    description="every correction still matches its item")],
 )
 def standardized_items(**raw_frames: pd.DataFrame):
-    raw = pd.concat(raw_frames.values(), ignore_index=True)
-    readable = raw[raw["reason"].isna()].drop(columns=["reason", "raw"])
-    items, duplicates = standardize(schema.records(readable))
-    items, audit = correct(items, paths.corrections_dir())
+    raw = schema.records(pd.concat(raw_frames.values(), ignore_index=True))
     # The items this asset wrote last time (if any): a new source version is diffed against them.
     previous_file = paths.lake_dir() / "items.parquet"
-    if previous_file.is_file():
-        previous = pq.read_table(previous_file).to_pylist()
-        audit += diff_versions(versions_changed(previous, items), items)
-    quarantined = schema.records(raw[raw["reason"].notna()][schema.QUARANTINE.names]) + duplicates
+    previous = pq.read_table(previous_file).to_pylist() if previous_file.is_file() else None
+    items, quarantined, audit = build_items(raw, paths.corrections_dir(), previous)
     items_frame = schema.to_frame(items, schema.ITEMS)
     yield dg.Output(items_frame, output_name="items",
                     data_version=_frame_version(items_frame, ["item_id", "content_hash", "answer_hash"]),

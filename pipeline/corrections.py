@@ -26,7 +26,7 @@ from typing import Any
 import yaml
 
 from pipeline.paths import PROJECT_ROOT
-from pipeline.standardize import derive_fields
+from pipeline.schema import derive_fields
 
 TEXT_FIELDS = ("context", "question", "answer")
 LIST_FIELDS = ("choices", "references")

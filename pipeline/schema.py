@@ -180,6 +180,17 @@ def stable_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+def derive_fields(item: dict[str, Any]) -> dict[str, Any]:
+    """What is derived from an item's text: its script and both hashes (in place)."""
+    from pipeline.script import detect_script  # OpenCC, loaded only when items are built
+
+    text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
+    item["script"] = detect_script(text)
+    item["content_hash"] = content_hash(item)
+    item["answer_hash"] = answer_hash(item)
+    return item
+
+
 def content_hash(item: dict[str, Any]) -> str:
     return stable_hash([item.get("context"), item.get("question"), list(item.get("choices") or [])])
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from pipeline.schema import answer_hash, content_hash, stable_json
-from pipeline.script import detect_script
+from pipeline.corrections import correct, diff_versions
+from pipeline.schema import QUARANTINE, derive_fields, stable_json
 
 
 def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
@@ -37,10 +38,19 @@ def versions_changed(previous: list[dict[str, Any]], current: list[dict[str, Any
     return [it for it in previous if it["benchmark"] in now and it["source_version"] != now[it["benchmark"]]]
 
 
-def derive_fields(item: dict[str, Any]) -> dict[str, Any]:
-    """What is derived from an item's text: its script and both hashes (in place)."""
-    text = "".join(filter(None, [item.get("context"), item.get("question"), *(item.get("choices") or [])]))
-    item["script"] = detect_script(text)
-    item["content_hash"] = content_hash(item)
-    item["answer_hash"] = answer_hash(item)
-    return item
+def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
+                previous_items: list[dict[str, Any]] | None = None
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """All raw_<benchmark> rows -> (items, quarantine, corrections audit).
+
+    Readable rows are standardized and corrected; rows the adapters rejected and repeated ids go
+    to quarantine. `previous_items` (the items table as last built) is diffed per field for every
+    benchmark whose source version changed since."""
+    readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
+                if row["reason"] is None]
+    items, quarantine = standardize(readable)
+    items, audit = correct(items, corrections_dir)
+    if previous_items:
+        audit += diff_versions(versions_changed(previous_items, items), items)
+    rejected = [{k: row[k] for k in QUARANTINE.names} for row in raw_rows if row["reason"] is not None]
+    return items, rejected + quarantine, audit

@@ -132,3 +132,26 @@ def test_diff_versions_on_two_source_versions(tmp_path):
     v2 = parse_source(SourceSpec("wyweb", tmp_path / "v2", "v2")).items
     (row,) = diff_versions(standardize(v1)[0], standardize(v2)[0])
     assert (row["item_id"], row["field"], row["new"]) == ("wyweb/dev/wywmt/2", "answer", '"新的今译二"')
+
+
+def test_build_items_routes_every_raw_row(tmp_path):
+    """Adapter rejects and repeated ids end in quarantine, corrections apply, and a new source
+    version is diffed against the previous items: one plain call, no Dagster."""
+    from pipeline.standardize import build_items
+
+    def raw(item_id, question, version="v2", reason=None):
+        return {"item_id": item_id, "benchmark": "aceval", "source_version": version, "task": "t",
+                "context": None, "question": question, "choices": ["甲", "乙"], "answer": "A", "references": [],
+                "metadata": "{}", "source_file": "f.csv", "source_locator": item_id, "reason": reason, "raw": None}
+
+    (tmp_path / "fix.yaml").write_text(
+        "corrections:\n  - {item_id: aceval/dev/t/1, field: answer, old: A, new: B, reason: wrong key, date: 2026-11-22}\n",
+        encoding="utf-8")
+    rows = [raw("aceval/dev/t/0", "问一"), raw("aceval/dev/t/1", "问二"), raw("aceval/dev/t/1", "问二"),
+            raw("aceval/dev/t/2", None, reason="empty question")]
+    previous = [dict(raw("aceval/dev/t/0", "旧问一", version="v1"), script="neutral")]
+    items, quarantine, audit = build_items(rows, tmp_path, previous)
+    assert [i["item_id"] for i in items] == ["aceval/dev/t/0", "aceval/dev/t/1"] and items[1]["answer"] == "B"
+    assert sorted(q["reason"] for q in quarantine) == ["duplicate item_id aceval/dev/t/1", "empty question"]
+    assert sorted((a["item_id"], a["status"]) for a in audit) == [
+        ("aceval/dev/t/0", "changed_upstream"), ("aceval/dev/t/1", "applied")]

@@ -61,6 +61,13 @@ def score_response(item: dict[str, Any], text: str | None, error: str | None = N
     return _row("none", None, f"no rule scorer for format {fmt!r}")
 
 
+def score_rows(responses: list[dict[str, Any]], items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One schema.SCORES row per response row."""
+    by_id = {it["item_id"]: it for it in items}
+    return [{k: r[k] for k in ("item_id", "benchmark", "variant", "setting", "model")}
+            | score_response(by_id[r["item_id"]], r["text"], r["error"]) for r in responses]
+
+
 def normalise(text: str) -> str:
     """For containment checks: NFKC, simplified script, no spaces or punctuation."""
     text = convert(unicodedata.normalize("NFKC", text), "t2s")
