@@ -4,7 +4,7 @@
 import dagster as dg
 import pandas as pd
 
-from pipeline import schema
+from pipeline import benchmarks, schema
 from pipeline.engines import run_with_cache
 from pipeline.inference import plan, response_rows
 from pipeline.scoring.rules import score_rows
@@ -12,7 +12,7 @@ from resources.engines import ModelsResource
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
 benchmark_x_model = dg.MultiPartitionsDefinition({
-    "benchmark": dg.StaticPartitionsDefinition(list(schema.BENCHMARKS)),
+    "benchmark": dg.StaticPartitionsDefinition(list(benchmarks.names())),
     "model": models_partitions,
 })
 # Re-run a partition when its prompts or items change; the response cache makes that cheap.

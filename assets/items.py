@@ -7,7 +7,7 @@ import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 
-from pipeline import paths, schema
+from pipeline import benchmarks, paths, schema
 from pipeline.config import load_duplicate_policy
 from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
 from pipeline.prompts import build_prompt_rows
@@ -15,7 +15,7 @@ from pipeline.script import make_variant
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
 
-RAW_KEYS = [f"raw_{b}" for b in schema.BENCHMARKS]
+RAW_KEYS = [f"raw_{b}" for b in benchmarks.names()]
 
 
 def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:

@@ -3,9 +3,9 @@
 
 import dagster as dg
 
-from pipeline import schema
+from pipeline import benchmarks, schema
 from pipeline.config import load_sources
-from pipeline.sources import parse_source
+from pipeline.sources.ingest import parse_source
 from resources.engines import SourcesResource
 
 
@@ -41,4 +41,4 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
     return raw
 
 
-raw_assets = [build_raw_asset(b) for b in schema.BENCHMARKS]
+raw_assets = [build_raw_asset(b) for b in benchmarks.names()]

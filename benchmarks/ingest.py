@@ -24,7 +24,7 @@ SOURCES = {  # benchmark -> path under the upstream folder
 
 def run_once(upstream: Path) -> dict[str, dict[str, float]]:
     from pipeline.config import SourceSpec
-    from pipeline.sources import parse_source
+    from pipeline.sources.ingest import parse_source
     from pipeline.standardize import standardize
 
     figures = {}

@@ -25,14 +25,17 @@ def main(argv: list[str] | None = None) -> int:
     q_p.add_argument("sql")
     lb_p = sub.add_parser("leaderboard", help="print the leaderboard (optionally one benchmark)")
     lb_p.add_argument("benchmark", nargs="?")
-    ex_p = sub.add_parser("export-aceval",
-                          help="write a model's AC-EVAL test predictions as the official submission JSON")
+    ex_p = sub.add_parser("submission",
+                          help="write a model's predictions on a benchmark's withheld-answer split as the "
+                               "benchmark's official submission JSON (AC-EVAL's test split)")
+    ex_p.add_argument("benchmark", help="a benchmark whose card defines a submission format, e.g. aceval")
     ex_p.add_argument("--model", required=True)
-    ex_p.add_argument("--setting", default="zero_shot_ao")
+    ex_p.add_argument("--setting", help="prompt setting (default: the benchmark's first default setting)")
     ex_p.add_argument("--variant", default="original")
     ex_p.add_argument("-o", "--output", required=True, help="the JSON file to write")
     args = parser.parse_args(argv)
 
+    from pipeline.benchmarks import UnknownBenchmark
     from pipeline.config import ConfigError
 
     try:
@@ -40,10 +43,10 @@ def main(argv: list[str] | None = None) -> int:
             return run(args)
         if args.command == "query":
             return query(args.sql)
-        if args.command == "export-aceval":
-            return export_aceval(args)
+        if args.command == "submission":
+            return write_submission(args)
         return leaderboard(args.benchmark)
-    except (ConfigError, FileNotFoundError) as exc:
+    except (ConfigError, FileNotFoundError, UnknownBenchmark) as exc:
         print(f"wenheng: {exc}", file=sys.stderr)
         return 2
 
@@ -89,22 +92,29 @@ def query(sql: str) -> int:
     return 0
 
 
-def export_aceval(args: argparse.Namespace) -> int:
-    """Predictions are the scorer's extracted letters (or whatever it extracted, kept as given)."""
+def write_submission(args: argparse.Namespace) -> int:
+    """Predictions are the scorer's extracted answers on the items whose gold is withheld
+    (whatever was extracted is kept as given: the organisers count it wrong)."""
     import json
 
-    from pipeline.sources.aceval import submission
+    from pipeline.benchmarks import card
     from pipeline.warehouse import connect_readonly
 
-    with connect_readonly(paths.warehouse_file()) as con:
-        rows = con.execute("""SELECT item_id, extracted FROM scores WHERE benchmark = 'aceval'
-            AND item_id LIKE 'aceval/test/%' AND model = ? AND setting = ? AND variant = ?""",
-                           [args.model, args.setting, args.variant]).fetchall()
-    if not rows:
-        print(f"wenheng: no AC-EVAL test responses for model {args.model!r}, setting {args.setting!r}, "
-              f"variant {args.variant!r} in the warehouse", file=sys.stderr)
+    bench = card(args.benchmark)
+    if bench.submission is None:
+        print(f"wenheng: {bench.title} has no submission format (its answers are public: see "
+              f"`wenheng leaderboard {bench.name}`)", file=sys.stderr)
         return 2
-    Path(args.output).write_text(json.dumps(submission(rows), ensure_ascii=False, indent=1), encoding="utf-8")
+    setting = args.setting or bench.protocol["default_settings"][0]
+    with connect_readonly(paths.warehouse_file()) as con:
+        rows = con.execute("""SELECT s.item_id, s.extracted FROM scores s JOIN items i USING (item_id)
+            WHERE s.benchmark = ? AND i.answer IS NULL AND s.model = ? AND s.setting = ? AND s.variant = ?""",
+                           [bench.name, args.model, setting, args.variant]).fetchall()
+    if not rows:
+        print(f"wenheng: no {bench.title} responses on withheld-answer items for model {args.model!r}, "
+              f"setting {setting!r}, variant {args.variant!r} in the warehouse", file=sys.stderr)
+        return 2
+    Path(args.output).write_text(json.dumps(bench.submission(rows), ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"wrote {len(rows)} predictions to {args.output}")
     return 0
 
@@ -122,7 +132,8 @@ def leaderboard(benchmark: str | None) -> int:
         "" if frame["variant"].nunique() == 1 else "/" + frame["variant"])
     table = frame.pivot_table(index="model", columns="column", values="score", aggfunc="first")
     table = table.sort_values(table.columns[0], ascending=False)
-    print("\nLeaderboard (score x100; each benchmark aggregated by its paper's rule; see sql/20_leaderboard.sql)")
+    print("\nLeaderboard (score x100; each benchmark aggregated by its paper's rule: "
+          "pipeline/benchmarks/<name>/leaderboard.sql)")
     _print_frame(table.reset_index())
     return 0
 

@@ -9,8 +9,11 @@ from typing import Any
 
 import yaml
 
-from pipeline.schema import BENCHMARKS
+from pipeline import benchmarks
+from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
+from pipeline.paths import cache_dir
 from pipeline.script import VARIANT_CONFIGS
+from pipeline.sources.fetch import local_path
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENGINES = ("vllm", "openai", "baseline")
@@ -55,14 +58,12 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     """Each benchmark's source: a local `path` (relative to the sources file) or a `url` with its
     `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
     use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
-    from pipeline.paths import cache_dir
-
     data = _load_yaml(path)
     specs: dict[str, SourceSpec] = {}
     for name, entry in (data.get("benchmarks") or {}).items():
         where = f"{path}: benchmarks.{name}"
-        if name not in BENCHMARKS:
-            raise ConfigError(f"{path}: unknown benchmark {name!r}; expected one of {', '.join(BENCHMARKS)}")
+        if name not in benchmarks.names():
+            raise ConfigError(f"{path}: unknown benchmark {name!r}; expected one of {', '.join(benchmarks.names())}")
         if not isinstance(entry, dict) or ("path" in entry) == ("url" in entry):
             raise ConfigError(f"{where} needs either a 'path' or a 'url' (with 'sha256'), not both")
         unknown = sorted(set(entry) - SOURCE_KEYS)
@@ -75,8 +76,6 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
         if "path" in entry:
             source_path = (path.parent / str(entry["path"])).resolve()
         else:
-            from pipeline.sources.fetch import local_path
-
             if not url.startswith(("http://", "https://", "file://")):
                 raise ConfigError(f"{where}: url must start with http://, https:// or file://")
             if not SHA256.match(sha256):
@@ -99,9 +98,6 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     if not specs:
         raise ConfigError(f"{path}: no benchmarks configured under 'benchmarks:'")
     return specs
-
-
-DUPLICATE_POLICIES = ("flag", "drop")
 
 
 def load_duplicate_policy(path: Path) -> str:

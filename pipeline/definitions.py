@@ -14,7 +14,7 @@ from assets.sources import raw_assets
 from assets.warehouse import warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
-from pipeline.sources import fingerprint
+from pipeline.sources.ingest import fingerprint
 from resources.engines import ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 

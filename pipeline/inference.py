@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request, cache_key
-from pipeline.prompts import protocols, settings_for
+from pipeline.prompts import protocol, settings_for
+from pipeline.schema import OPTION_LETTERS
 
 
 def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Iterable[dict[str, Any]],
          items_by_id: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Request]]:
     """The prompts this model answers for this benchmark (its variants x settings), as requests."""
     settings = set(settings_for(benchmark, spec.settings.get(benchmark)))
-    protocol_settings = protocols().get(benchmark, {}).get("settings", {})
+    protocol_settings = protocol(benchmark)["settings"]
     constrained = {name for name, setting in protocol_settings.items() if setting.get("constrained_choice")}
     model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
@@ -27,13 +27,13 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         item = items_by_id[row["item_id"]]
         # a protocol that fixes the temperature (CP-DUE: 0) wins over the model's default
         temperature = float(protocol_settings.get(row["setting"], {}).get("temperature", model_temperature))
-        messages = json.loads(row["messages"])
+        messages = row["messages"]
         max_tokens = int(row["max_tokens"]) if cap is None else min(int(row["max_tokens"]), int(cap))
-        meta = json.loads(item["metadata"] or "{}")
+        meta = item["metadata"]
         n_options = len(item["choices"]) if item["choices"] is not None else 0
         if not n_options and item["format"] in ("mcq_single", "mcq_multi"):
             n_options = 4  # options inline in the question text
-        letters = tuple("ABCDEFGH"[:n_options])
+        letters = tuple(OPTION_LETTERS[:n_options])
         # constrained-choice settings decode only an option letter (structured outputs)
         constrain_to = letters if row["setting"] in constrained and item["format"] != "mcq_multi" else ()
         sampling = {"temperature": temperature, "max_tokens": max_tokens}

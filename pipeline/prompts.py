@@ -1,30 +1,21 @@
-"""Rendering prompts from the protocol table (pipeline/protocols.yaml): data, not code branches."""
+"""Rendering prompts from each benchmark card's protocol (pipeline/benchmarks/<name>/protocol.yaml):
+data, not code branches."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from pipeline.schema import stable_hash
-
-PROTOCOLS_FILE = Path(__file__).with_name("protocols.yaml")
-LETTERS = "ABCDEFGHIJ"  # up to ten options (WYWEB GJC, CP-DUE themes)
+from pipeline.benchmarks import card
+from pipeline.schema import OPTION_LETTERS, stable_hash
 
 
-@cache
-def protocols() -> dict[str, Any]:
-    return yaml.safe_load(PROTOCOLS_FILE.read_text(encoding="utf-8"))
+def protocol(benchmark: str) -> dict[str, Any]:
+    return card(benchmark).protocol
 
 
 def settings_for(benchmark: str, requested: Iterable[str] | None = None) -> list[str]:
-    proto = protocols().get(benchmark)
-    if proto is None:
-        return []
+    proto = protocol(benchmark)
     names = list(requested or proto["default_settings"])
     unknown = [n for n in names if n not in proto["settings"]]
     if unknown:
@@ -33,7 +24,7 @@ def settings_for(benchmark: str, requested: Iterable[str] | None = None) -> list
 
 
 def options_text(choices: list[str]) -> str:
-    return "\n".join(f"{LETTERS[i]}. {c}" for i, c in enumerate(choices))
+    return "\n".join(f"{OPTION_LETTERS[i]}. {c}" for i, c in enumerate(choices))
 
 
 def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
@@ -42,9 +33,9 @@ def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
 
     `item` gives task and metadata, `variant` the text in the chosen script; `shots` are
     candidate few-shot examples (already in the same variant), used in order."""
-    proto = protocols()[item["benchmark"]]
+    proto = protocol(item["benchmark"])
     spec = proto["settings"][setting]
-    meta = item["metadata"] if isinstance(item["metadata"], dict) else json.loads(item["metadata"] or "{}")
+    meta = item["metadata"]
     fields = {
         "question": variant.get("question") or "",
         "context": variant.get("context") or "",
@@ -73,9 +64,8 @@ def _pick(templates: dict[str, str], item: dict[str, Any]) -> str:
 
 
 def _example(template: str, n: int, shot: dict[str, Any]) -> str:
-    meta = shot["metadata"] if isinstance(shot["metadata"], dict) else json.loads(shot["metadata"] or "{}")
     return template.format(n=n, question=shot.get("question") or "", options=options_text(list(shot["choices"])),
-                           answer=shot.get("answer") or "", explanation=meta.get("explanation", ""))
+                           answer=shot.get("answer") or "", explanation=shot["metadata"].get("explanation", ""))
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
@@ -99,10 +89,10 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
         item = by_id[v["item_id"]]
         pool = [s for s in pools.get((item["benchmark"], item["task"], v["variant"]), [])
                 if s["item_id"] != item["item_id"]]
-        for setting in protocols().get(item["benchmark"], {}).get("settings", {}):
+        for setting in protocol(item["benchmark"])["settings"]:
             messages, max_tokens = render(item, v, setting, pool)
             rows.append({"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": v["variant"],
-                         "setting": setting, "messages": json.dumps(messages, ensure_ascii=False),
+                         "setting": setting, "messages": messages,
                          "max_tokens": max_tokens, "prompt_hash": prompt_hash(messages)})
     return rows
 

@@ -14,7 +14,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-BENCHMARKS = ("wenmind", "aceval", "wyweb", "fuxi", "cpdue")
+# Option labels, in order: choices[i] is labelled OPTION_LETTERS[i] everywhere (prompts, golds,
+# baselines, constrained decoding, extraction).
+OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 ITEM_FORMATS = (
     "mcq_single", "mcq_multi", "fill_blank", "open_qa", "generation",
@@ -145,6 +147,11 @@ SCORES = pa.schema([
 ])
 
 
+# Columns that hold a JSON document in a table and a dict (or list) in memory: encoded by
+# `to_frame` and decoded by `records`, so no stage in between ever parses or writes JSON.
+JSON_COLUMNS = frozenset({"metadata", "details", "messages"})
+
+
 def to_frame(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pd.DataFrame:
     """Rows (dicts) -> a frame with exactly `schema`'s columns; unknown keys are an error."""
     rows = list(rows)
@@ -153,14 +160,30 @@ def to_frame(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pd.DataFrame:
         extra = set(row) - set(names)
         if extra:
             raise ValueError(f"columns not in schema: {sorted(extra)}")
-    table = pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=schema)
+    encoded = [n for n in names if n in JSON_COLUMNS]
+    table = pa.Table.from_pylist(
+        [{n: r.get(n) for n in names} | {n: _encode(r.get(n)) for n in encoded} for r in rows], schema=schema)
     return table.to_pandas(types_mapper=_types_mapper)
 
 
 def records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame read back from parquet -> plain dicts: lists instead of arrays, None instead of NA."""
-    table = pa.Table.from_pandas(df, preserve_index=False)
-    return table.to_pylist()
+    """A frame read back from parquet -> plain dicts: lists instead of arrays, None instead of NA,
+    JSON columns as dicts (or lists)."""
+    rows = pa.Table.from_pandas(df, preserve_index=False).to_pylist()
+    decoded = [n for n in df.columns if n in JSON_COLUMNS]
+    for row in rows:
+        for name in decoded:
+            value = row[name]
+            row[name] = json.loads(value) if value is not None else None
+    return rows
+
+
+def _encode(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError(f"JSON columns take dicts or lists, not an encoded string: {value[:80]!r}")
+    return stable_json(value)
 
 
 def _types_mapper(arrow_type: pa.DataType):

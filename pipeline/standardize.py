@@ -1,4 +1,4 @@
-"""Raw adapter output -> the one item table: hashes, script, JSON metadata, unique ids."""
+"""Raw adapter output -> the one item table: hashes, script, unique ids."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.corrections import correct, diff_versions
-from pipeline.schema import QUARANTINE, derive_fields, stable_json
+from pipeline.schema import QUARANTINE, derive_fields
 
 
 def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
@@ -25,8 +25,7 @@ def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[d
             continue
         seen.add(item["item_id"])
         derive_fields(item)
-        if not isinstance(item.get("metadata"), str):
-            item["metadata"] = stable_json(item.get("metadata") or {})
+        item["metadata"] = item.get("metadata") or {}
         items.append(item)
     return items, quarantine
 

@@ -12,6 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from pipeline import schema
+from pipeline.benchmarks import cards
 
 # warehouse table -> (lake glob relative to the lake dir, schema used when no file exists yet)
 BASE_TABLES: dict[str, tuple[str, pa.Schema]] = {
@@ -53,7 +54,7 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
                 con.register("empty_table", table_schema.empty_table())
                 con.execute(f"CREATE TABLE {table} AS SELECT * FROM empty_table")
                 con.unregister("empty_table")
-        for sql_file in sorted(sql_dir.glob("*.sql")):
+        for sql_file in sql_files(sql_dir):
             con.execute(sql_file.read_text(encoding="utf-8"))
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
                   for (name,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()}
@@ -61,6 +62,11 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
         con.close()
     os.replace(tmp, db_path)
     return counts
+
+
+def sql_files(sql_dir: Path) -> list[Path]:
+    """The cross-benchmark SQL (sql/, in name order), then each card's own aggregation SQL."""
+    return sorted(sql_dir.glob("*.sql")) + [f for c in cards().values() for f in c.sql_files]
 
 
 def connect_readonly(db_path: Path) -> duckdb.DuckDBPyConnection:

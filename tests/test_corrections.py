@@ -17,7 +17,7 @@ from pipeline.corrections import (
     load_corrections,
 )
 from pipeline.schema import CORRECTIONS_AUDIT, to_frame
-from pipeline.sources import parse_source
+from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 IRC = "wyweb/dev/irc/2"

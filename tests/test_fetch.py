@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, write_yaml
 
 from pipeline.config import ConfigError, load_sources
-from pipeline.sources import parse_source
+from pipeline.sources.ingest import parse_source
 from pipeline.sources.fetch import ChecksumMismatch, FetchError, materialize
 
 WENMIND = (ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json").read_bytes()

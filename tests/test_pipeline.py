@@ -11,6 +11,7 @@ import duckdb
 import pytest
 from conftest import ROOT, write_yaml
 
+from pipeline import benchmarks
 from pipeline.runner import run_pipeline
 
 BASELINES = """
@@ -18,7 +19,7 @@ models:
   random: {engine: baseline, strategy: random, seed: 0}
   oracle: {engine: baseline, strategy: oracle}
 """
-BENCHMARKS = ["wenmind", "aceval", "wyweb", "fuxi", "cpdue"]
+BENCHMARKS = list(benchmarks.names())
 
 
 @pytest.fixture
@@ -110,7 +111,7 @@ def test_corrections_and_aceval_submission(baseline_run, workdir):
     from pipeline.cli import main
 
     out = workdir / "submission.json"
-    assert main(["export-aceval", "--model", "random", "-o", str(out)]) == 0
+    assert main(["submission", "aceval", "--model", "random", "-o", str(out)]) == 0
     submitted = json.loads(out.read_text(encoding="utf-8"))
     assert submitted == {"historical_facts": {"0": submitted["historical_facts"]["0"], "1": submitted["historical_facts"]["1"]},
                          "translation": {"0": submitted["translation"]["0"]}}

@@ -7,14 +7,15 @@ import duckdb
 from conftest import ROOT, write_yaml
 from openai_server import Fault, OpenAIServer
 
-from pipeline.prompts import protocols
+from pipeline import benchmarks
+from pipeline.prompts import protocol
 from pipeline.runner import run_pipeline
 
-BENCHMARKS = ["wenmind", "aceval", "wyweb", "fuxi", "cpdue"]
+BENCHMARKS = list(benchmarks.names())
 
 
 def test_openai_endpoint_runs_every_protocol(workdir, monkeypatch):
-    every_setting = "".join(f"      {b}: [{', '.join(protocols()[b]['settings'])}]\n" for b in BENCHMARKS)
+    every_setting = "".join(f"      {b}: [{', '.join(protocol(b)['settings'])}]\n" for b in BENCHMARKS)
     with OpenAIServer(latency_s=0.01, faults=[Fault("500", times=1, requests=frozenset({3, 7})),
                                               Fault("429", times=1, requests=frozenset({5}), retry_after=0.2)]
                       ) as server:
@@ -39,7 +40,7 @@ def test_openai_endpoint_runs_every_protocol(workdir, monkeypatch):
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         settings = {(b, s) for b, s in con.execute(
             "SELECT DISTINCT benchmark, setting FROM responses WHERE model = 'served'").fetchall()}
-        assert settings == {(b, s) for b in BENCHMARKS for s in protocols()[b]["settings"]}
+        assert settings == {(b, s) for b in BENCHMARKS for s in protocol(b)["settings"]}
         errors, rows = con.execute(
             "SELECT count(error), count(*) FROM responses WHERE model = 'served'").fetchone()
         assert errors == 0 and rows == con.execute(

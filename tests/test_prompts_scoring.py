@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import sacrebleu
@@ -16,7 +15,7 @@ def _aceval(item_id, split, n, answer="A", task="geography"):
     return {"item_id": item_id, "benchmark": "aceval", "split": split, "task": task, "format": "mcq_single",
             "question": f"问题{n}", "context": None, "choices": ["甲", "乙", "丙", "丁"], "answer": answer,
             "references": [], "domain": "古代地理", "source_locator": f"row {n}",
-            "metadata": json.dumps({"topic_zh": "古代地理", "explanation": f"解析{n}"})}
+            "metadata": {"topic_zh": "古代地理", "explanation": f"解析{n}"}}
 
 
 def _variant(item):
@@ -38,13 +37,13 @@ def test_five_shot_uses_dev_in_file_order_excluding_the_item_itself():
     test = _aceval("aceval/test/geography/0", "test", 9, answer=None)
     items = dev + [test]
     rows = {(r["item_id"], r["setting"]): r for r in build_prompt_rows(items, [_variant(i) for i in items])}
-    test_prompt = json.loads(rows[(test["item_id"], "five_shot_ao")]["messages"])[0]["content"]
+    test_prompt = rows[(test["item_id"], "five_shot_ao")]["messages"][0]["content"]
     assert [test_prompt.index(f"示例{n}：问题{n - 1}") for n in range(1, 6)] == sorted(
         test_prompt.index(f"示例{n}：问题{n - 1}") for n in range(1, 6))
-    dev_prompt = json.loads(rows[(dev[0]["item_id"], "five_shot_ao")]["messages"])[0]["content"]
+    dev_prompt = rows[(dev[0]["item_id"], "five_shot_ao")]["messages"][0]["content"]
     assert "示例1：问题1" in dev_prompt and "问题0\nA" in dev_prompt.split("题目：")[-1]
     assert len(re.findall(r"示例\d：", dev_prompt)) == 4
-    cot = json.loads(rows[(test["item_id"], "five_shot_cot")]["messages"])[0]["content"]
+    cot = rows[(test["item_id"], "five_shot_cot")]["messages"][0]["content"]
     assert "让我们逐步分析。解析0\n所以答案是A。" in cot
 
 
@@ -65,9 +64,9 @@ def test_aceval_extraction_cases():
     assert extract_label("这句诗的情感是隐含正面的", ["正面", "隐含正面", "负面"]) == "隐含正面"
 
 
-def _item(fmt, answer, **extra):
-    return {"format": fmt, "answer": answer, "choices": extra.pop("choices", []), "references": [],
-            "metadata": json.dumps(extra.pop("metadata", {}))} | extra
+def _item(fmt, answer, benchmark="wenmind", task="t", **extra):
+    return {"benchmark": benchmark, "task": task, "format": fmt, "answer": answer,
+            "choices": extra.pop("choices", []), "references": [], "metadata": extra.pop("metadata", {})} | extra
 
 
 def test_rule_scores():
@@ -88,10 +87,10 @@ def test_rule_scores():
 
 
 def test_translation_uses_sacrebleu_chrf_and_bleu():
-    item = _item("translation", "学习了又按时温习，不也是很愉快吗？")
+    item = _item("translation", "学习了又按时温习，不也是很愉快吗？", benchmark="wyweb", task="wywmt")
     hyp = "学习了并且按时温习，不也很愉快吗？"
     row = score_response(item, hyp)
-    details = json.loads(row["details"])
+    details = row["details"]
     assert abs(details["chrf"] - sacrebleu.sentence_chrf(hyp, [item["answer"]]).score) < 1e-9
     assert abs(details["bleu"] - sacrebleu.sentence_bleu(hyp, [item["answer"]], tokenize="zh").score) < 1e-9
     assert 0 < row["score"] < 1 and score_response(item, item["answer"])["score"] == 1.0

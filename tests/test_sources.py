@@ -9,7 +9,7 @@ from collections import Counter
 from conftest import ROOT
 
 from pipeline.config import SourceSpec, load_sources
-from pipeline.sources import parse_source
+from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 
@@ -27,7 +27,7 @@ def test_samples_parse_without_loss():
 
 
 def test_every_sample_item_renders_a_prompt():
-    from pipeline.prompts import build_prompt_rows, protocols
+    from pipeline.prompts import build_prompt_rows, protocol
     from pipeline.script import make_variant
 
     raw = [i for spec in load_sources(ROOT / "data" / "sources.yaml").values() for i in parse_source(spec).items]
@@ -35,14 +35,14 @@ def test_every_sample_item_renders_a_prompt():
     rows = build_prompt_rows(items, [make_variant(i, "original") for i in items])
     per_item = Counter(r["item_id"] for r in rows)
     for item in items:
-        assert per_item[item["item_id"]] == len(protocols()[item["benchmark"]]["settings"]), item["item_id"]
+        assert per_item[item["item_id"]] == len(protocol(item["benchmark"])["settings"]), item["item_id"]
     for row in rows:
-        content = json.loads(row["messages"])[0]["content"]
+        content = row["messages"][0]["content"]
         assert "{" not in content and content.strip(), row["item_id"]
 
 
 def test_wenmind_options_run_on_from_the_stem():
-    from pipeline.sources.wenmind import split_inline_choices
+    from pipeline.benchmarks.wenmind.adapter import split_inline_choices
 
     assert split_inline_choices("哪位诗人？（）A杜甫B苏轼C李白") == ["杜甫", "苏轼", "李白"]
     assert split_inline_choices("指的是？A.两位帝王B.两种动物C.两座城市") == ["两位帝王", "两种动物", "两座城市"]

@@ -8,8 +8,8 @@ import pytest
 from conftest import ROOT, upstream
 
 from pipeline.config import SourceSpec
-from pipeline.sources import parse_source
-from pipeline.sources.aceval import SUBJECTS, submission
+from pipeline.sources.ingest import parse_source
+from pipeline.benchmarks.aceval.adapter import SUBJECTS, submission
 
 
 def test_submission_shape_on_the_samples():

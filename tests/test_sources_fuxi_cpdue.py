@@ -8,9 +8,9 @@ from collections import Counter
 from conftest import ROOT
 
 from pipeline.config import SourceSpec
-from pipeline.sources import parse_source
-from pipeline.sources.cpdue import NO_ALLUSION, STYLES
-from pipeline.sources.fuxi import TASKS, clause_lengths
+from pipeline.sources.ingest import parse_source
+from pipeline.benchmarks.cpdue.adapter import NO_ALLUSION, STYLES
+from pipeline.benchmarks.fuxi.adapter import TASKS, clause_lengths
 
 SAMPLES = ROOT / "data" / "samples"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import SourceSpec
-from pipeline.sources import parse_source
-from pipeline.sources.fuxi import BCC_LABELS
+from pipeline.sources.ingest import parse_source
+from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 
 GBK = "远古\t先秦\t天时不如地利。\n".encode("gbk")
 
@@ -247,7 +247,7 @@ def test_a_folder_without_the_layout_says_so(tmp_path):
 
 
 def test_an_adapter_failure_is_contained_to_its_file(tmp_path, monkeypatch):
-    from pipeline.sources import wyweb
+    from pipeline.benchmarks.wyweb import adapter as wyweb
 
     _write(tmp_path / "tlc" / "dev.tsv", "远古\t先秦\t天时不如地利。\n")
     _write(tmp_path / "wywmt" / "dev.tsv", "古文\t今译\n")

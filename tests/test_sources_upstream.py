@@ -8,7 +8,7 @@ from collections import Counter
 from conftest import upstream
 
 from pipeline.config import SourceSpec
-from pipeline.sources import parse_source
+from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 WENMIND_TASKS = {
@@ -73,7 +73,7 @@ def test_real_aceval_files():
 
 
 def test_real_aceval_submission_covers_every_test_row():
-    from pipeline.sources.aceval import submission
+    from pipeline.benchmarks.aceval.adapter import submission
 
     result = parse_source(SourceSpec("aceval", upstream("aceval"), "v1"))
     sub = submission({i["item_id"]: "A" for i in result.items})

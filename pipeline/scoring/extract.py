@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
+from pipeline.schema import OPTION_LETTERS
+
 _PATTERN_TEXTS = (
     r"答案(?:应该?)?(?:是|为|选择?)?[：:]?\s?(?:选项)?\s?[（(]?([A-D])[）)]?",
     r"正确的?(?:一项|答案|选项)(?:所?对应的选项(?:字母)?)?(?:应该?)?[是为]?[：:]?[\s#]*[（(]?([A-D])[）)]?",
@@ -40,7 +42,7 @@ def _patterns(last: str) -> tuple[re.Pattern, ...]:
 
 def extract_aceval(response: str, n_options: int = 4) -> str:
     """An option letter, or one of NO_ANSWER / AMBIGUOUS / UNMATCHED / EMPTY."""
-    last = "ABCDEFGHIJ"[max(n_options, 4) - 1]  # never narrower than AC-EVAL's own A-D
+    last = OPTION_LETTERS[max(n_options, 4) - 1]  # never narrower than AC-EVAL's own A-D
     text = response.replace("\r\n", "#").replace("\n", "#").strip()
     if not text:
         return EMPTY
@@ -58,7 +60,7 @@ def extract_aceval(response: str, n_options: int = 4) -> str:
 
 def extract_letters(response: str, n_options: int) -> set[str]:
     """All option letters mentioned as standalone tokens (for multiple-answer questions)."""
-    allowed = "ABCDEFGHIJ"[:max(n_options, 1)]
+    allowed = OPTION_LETTERS[:max(n_options, 1)]
     return set(re.findall(rf"(?<![A-Za-z])([{allowed}])(?![A-Za-z])", response))
 
 

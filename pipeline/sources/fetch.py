@@ -20,8 +20,10 @@ import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from pipeline.config import SourceSpec
+if TYPE_CHECKING:  # annotations only: pipeline.config imports this module
+    from pipeline.config import SourceSpec
 
 ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 TIMEOUT_S = 60

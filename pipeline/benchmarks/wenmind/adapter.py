@@ -8,8 +8,9 @@ import re
 from collections import defaultdict
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult, display_path, guarded_file, read_text
+from pipeline.sources.reading import ParseResult, display_path, guarded_file, provenance, read_text
 
+LICENSE = "CC BY-NC-SA 4.0"
 REQUIRED = ("id", "question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en")
 LETTERS = re.compile(r"^[A-H]$")
 LETTER_SET = re.compile(r"^[A-H](?:[、,，\s]*[A-H])+$")
@@ -97,8 +98,7 @@ def _parse_file(spec: SourceSpec, path, shown: str, result: ParseResult) -> None
                                      "question_format") if k in rec}
         result.items.append({
             "item_id": f"wenmind/test/{_slug(rec['fine_grained_task_en'])}/{key}",
-            "benchmark": "wenmind",
-            "source_version": spec.version,
+            **provenance(spec, shown, index, LICENSE),
             "split": "test",
             "task": str(rec["fine_grained_task_en"]),
             "task_group": str(rec["coarse_grained_task_en"]),
@@ -111,9 +111,6 @@ def _parse_file(spec: SourceSpec, path, shown: str, result: ParseResult) -> None
             "answer": answer,
             "references": [],
             "metadata": meta,
-            "source_file": shown,
-            "source_locator": str(index),
-            "license": spec.license or "CC BY-NC-SA 4.0",
         })
 
 

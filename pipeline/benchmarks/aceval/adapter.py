@@ -14,8 +14,9 @@ import re
 from collections.abc import Iterable, Mapping
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult, display_path, guarded_file, read_text
+from pipeline.sources.reading import ParseResult, display_path, guarded_file, provenance, read_text
 
+LICENSE = "CC BY-NC-SA 4.0"
 OPTION_COLUMNS = ("A", "B", "C", "D")
 # The subject order of AC-EVAL's subject_mapping.json and submission example.
 SUBJECTS = (
@@ -118,8 +119,7 @@ def _parse_file(spec, split, path, shown, mapping, result: ParseResult) -> None:
             meta["explanation"] = row[col["Explanation"]]
         result.items.append({
             "item_id": f"aceval/{split}/{subject}/{key}",
-            "benchmark": "aceval",
-            "source_version": spec.version,
+            **provenance(spec, shown, f"row {n}", LICENSE),
             "split": split,
             "task": subject,
             "task_group": info.get("Supercategory", "unknown"),
@@ -132,7 +132,4 @@ def _parse_file(spec, split, path, shown, mapping, result: ParseResult) -> None:
             "answer": answer,
             "references": [],
             "metadata": meta,
-            "source_file": shown,
-            "source_locator": f"row {n}",
-            "license": spec.license or "CC BY-NC-SA 4.0",
         })

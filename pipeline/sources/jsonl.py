@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult, display_path, guarded_file, read_lines
+from pipeline.sources.reading import ParseResult, display_path, guarded_file, read_lines
 
 
 def files(spec: SourceSpec) -> tuple[Path, list[Path]]:

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult, letter
-from pipeline.sources._jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.reading import ParseResult, letter, provenance
+from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
 
 LICENSE = "wenheng-defined format; no public CP-DUE data"
 
@@ -77,13 +77,9 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
         seen.add(key)
         item.update({
             "item_id": f"cpdue/{split}/{item['task']}/{key}",
-            "benchmark": "cpdue",
-            "source_version": spec.version,
+            **provenance(spec, shown, locator, LICENSE),
             "split": split,
             "domain": "ancient poetry",
-            "source_file": shown,
-            "source_locator": locator,
-            "license": spec.license or LICENSE,
         })
         accepted.append((locator, record, item))
     broken = _broken_groups([item for _, _, item in accepted])

@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources import (
+from pipeline.sources.reading import (
     ParseResult,
     display_path,
     guarded_file,
     letter,
     load_json,
+    provenance,
     read_lines,
 )
 
@@ -112,15 +113,11 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
         item.setdefault("references", [])
         item.update({
             "item_id": f"wyweb/{split}/{task}/{key}",
-            "benchmark": "wyweb",
-            "source_version": spec.version,
+            **provenance(spec, shown, locator, LICENSE),
             "split": split,
             "task": task,
             "domain": item.get("domain", "ancient prose"),
             "capability": "understanding",
-            "source_file": shown,
-            "source_locator": locator,
-            "license": spec.license or LICENSE,
         })
         result.items.append(item)
 

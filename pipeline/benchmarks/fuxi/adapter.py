@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources import ParseResult
-from pipeline.sources._jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.reading import ParseResult, provenance
+from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
 
 LICENSE = "wenheng-defined format; no public Fùxì data"
 
@@ -94,12 +94,8 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
         seen.add(key)
         item.update({
             "item_id": f"fuxi/{split}/{item['task']}/{key[1]}",
-            "benchmark": "fuxi",
-            "source_version": spec.version,
+            **provenance(spec, shown, locator, LICENSE),
             "split": split,
-            "source_file": shown,
-            "source_locator": locator,
-            "license": spec.license or LICENSE,
         })
         result.items.append(item)
 
