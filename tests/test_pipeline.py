@@ -48,6 +48,23 @@ def test_oracle_scores_one_on_every_rule_scorable_item(baseline_run):
     assert board == {b: 100.0 for b in BENCHMARKS}
 
 
+# The leaderboard on the samples, as printed before the benchmark cards moved the code: the
+# move must not change a number. One change is deliberate: the random baseline could only pick
+# A-H, so CP-DUE's 10-option TH item is now answered J (wrong) instead of B (right): 20.37 -> 14.81.
+SAMPLE_LEADERBOARD = {
+    ("oracle", "aceval"): (100.0, 9), ("oracle", "cpdue"): (100.0, 25), ("oracle", "fuxi"): (100.0, 27),
+    ("oracle", "wenmind"): (100.0, 10), ("oracle", "wyweb"): (100.0, 36),
+    ("random", "aceval"): (44.44, 9), ("random", "cpdue"): (14.81, 25), ("random", "fuxi"): (15.35, 27),
+    ("random", "wenmind"): (10.0, 10), ("random", "wyweb"): (5.36, 36),
+}
+
+
+def test_leaderboard_numbers_are_unchanged(baseline_run):
+    _, con = baseline_run
+    rows = con.execute("SELECT model, benchmark, score, n_scored FROM leaderboard").fetchall()
+    assert {(m, b): (s, n) for m, b, s, n in rows} == SAMPLE_LEADERBOARD
+
+
 def test_row_counts_reconcile(baseline_run):
     summary, con = baseline_run
     raw_rows = sum(summary.metadata(f"raw_{b}")["rows"] for b in BENCHMARKS)

@@ -1,0 +1,72 @@
+"""Module structure: no import circles, and every module imports on its own."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+from conftest import ROOT
+
+PACKAGES = ("pipeline", "assets", "resources")
+
+
+def _modules() -> dict[str, ast.Module]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = ast.parse(path.read_text(encoding="utf-8"))
+    return found
+
+
+def _imports(name: str, tree: ast.Module, known: set[str]) -> set[str]:
+    """Project modules `name` imports anywhere (function bodies too), except under TYPE_CHECKING."""
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+               and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    targets = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            targets |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            targets.add(node.module)
+            targets |= {f"{node.module}.{a.name}" for a in node.names}
+    # a module imports its own parent packages too; they are not edges of a circle
+    return {t for t in targets if t in known and not name.startswith(t + ".") and t != name}
+
+
+def test_no_import_circles():
+    modules = _modules()
+    graph = {name: _imports(name, tree, set(modules)) for name, tree in modules.items()}
+    circles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                circles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+def test_every_module_imports_on_its_own():
+    names = [n for n in _modules() if not n.endswith("vllm_engine")]  # vllm_engine: see test_vllm_engine.py
+
+    def import_alone(name: str) -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+        return name, done.stderr.strip().splitlines()[-1] if done.returncode else ""
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        failures = {name: err for name, err in pool.map(import_alone, names) if err}
+    assert not failures, failures
