@@ -5,8 +5,8 @@ import dagster as dg
 import pandas as pd
 
 from pipeline import benchmarks, schema
-from pipeline.engines import run_with_cache
-from pipeline.inference import plan, response_rows
+from pipeline.engines.cache import run_with_cache
+from pipeline.inference import give_golds, plan, response_rows
 from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
 
@@ -40,11 +40,9 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     items_by_id = {it["item_id"]: it for it in schema.records(items[items["benchmark"] == benchmark])}
     planned = plan(spec, engine.identity(), benchmark,
                    schema.records(prompts[prompts["benchmark"] == benchmark]), items_by_id)
-    cache = models.response_cache()
-    try:
-        completions, stats = run_with_cache(engine, [req for _, req in planned], cache, log=context.log.info)
-    finally:
-        cache.close()
+    with models.response_cache() as cache:
+        completions, stats = run_with_cache(give_golds(engine, planned, items_by_id), [req for _, req in planned],
+                                            cache, log=context.log.info)
     frame = schema.to_frame(response_rows(model, planned, completions), schema.RESPONSES)
     yield dg.Output(frame, metadata={
         "prompts": stats.requested, "cache_hits": stats.cache_hits, "prompts_sent": stats.sent,

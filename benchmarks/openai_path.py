@@ -28,8 +28,8 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     args = parser.parse_args()
 
-    from pipeline.engines import Request, cache_key, run_with_cache
-    from pipeline.engines.cache import ResponseCache
+    from pipeline.engines import Request
+    from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
     from pipeline.engines.openai_engine import OpenAIEngine
 
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"),
@@ -63,8 +63,7 @@ def main() -> None:
         print(f"engine alone:     {rate:6.0f} calls/s  ({rate / ideal:.2f} of ideal, {seconds:.2f} s, {errors} errors, "
               f"{cpu / args.calls * 1000:.2f} ms client CPU per call)")
 
-        with tempfile.TemporaryDirectory() as tmp:
-            cache = ResponseCache(Path(tmp) / "responses.sqlite")
+        with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp) / "responses.sqlite") as cache:
             batch = requests("cached")
             started, cpu = time.perf_counter(), time.process_time()
             _, stats = run_with_cache(engine, batch, cache)
@@ -73,7 +72,6 @@ def main() -> None:
             print(f"run_with_cache:   {rate:6.0f} calls/s  ({rate / ideal:.2f} of ideal, {seconds:.2f} s, "
                   f"{stats.errors} errors, {cpu / stats.sent * 1000:.2f} ms client CPU per call, "
                   f"{len(cache)} rows stored)")
-            cache.close()
 
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats") as response:
             seen = json.load(response)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pipeline.config import ModelSpec
-from pipeline.engines import Completion, Request, cache_key
+from pipeline.engines import Completion, Request
+from pipeline.engines.cache import cache_key
 from pipeline.prompts import protocol, settings_for
 from pipeline.schema import OPTION_LETTERS
 
@@ -39,13 +40,25 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         sampling = {"temperature": temperature, "max_tokens": max_tokens}
         if constrain_to:
             sampling["choice"] = list(constrain_to)
-        key_extra = {"gold": item["answer"]} if identity.get("reads_gold") else {}
+        # an engine whose answer depends on the gold (the oracle) has it in its key
+        scope = {"gold": item["answer"]} if identity.get("reads_gold") else None
         planned.append((row, Request(
-            cache_key=cache_key(spec.name, identity, messages, sampling | key_extra),
+            cache_key=cache_key(spec.name, identity, messages, sampling, scope),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
-            constrain_to=constrain_to, choices=letters, answer=item["answer"], labels=tuple(meta.get("labels", ())),
+            constrain_to=constrain_to, choices=letters, labels=tuple(meta.get("labels", ())),
         )))
     return planned
+
+
+def give_golds(engine: Any, planned: list[tuple[dict[str, Any], Request]],
+               items_by_id: dict[str, dict[str, Any]]) -> Any:
+    """`engine`, handed the gold behind each planned cache key if it is a baseline that answers from
+    the gold (one with a `use_golds` hook). A real engine has no such hook: it is returned as is and
+    never sees a gold."""
+    use_golds = getattr(engine, "use_golds", None)
+    if use_golds is not None:
+        use_golds({req.cache_key: items_by_id[row["item_id"]]["answer"] for row, req in planned})
+    return engine
 
 
 def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],

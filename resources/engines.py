@@ -8,16 +8,13 @@ import dagster as dg
 
 from pipeline import paths
 from pipeline.config import ModelSpec, load_models
-from pipeline.engines.cache import ResponseCache
+from pipeline.engines.cache import ResponseCache, open_cache
 from pipeline.engines.registry import build_engine
 
 
 class ModelsResource(dg.ConfigurableResource):
     models_file: str = ""   # empty: data/models.yaml (or WENHENG_MODELS)
-    cache_dir: str = ""     # empty: data/cache (or WENHENG_CACHE)
-
-    def _cache_dir(self) -> Path:
-        return Path(self.cache_dir) if self.cache_dir else paths.cache_dir()
+    cache_dir: str = ""     # response cache directory; empty: data/cache (or WENHENG_CACHE)
 
     def specs(self) -> dict[str, ModelSpec]:
         return load_models(Path(self.models_file) if self.models_file else paths.models_file())
@@ -33,7 +30,8 @@ class ModelsResource(dg.ConfigurableResource):
         return build_engine(self.spec(name))
 
     def response_cache(self) -> ResponseCache:
-        return ResponseCache(self._cache_dir() / "responses.sqlite")
+        """The response cache, opened for a `with` block."""
+        return open_cache(self.cache_dir or None)
 
 
 class SourcesResource(dg.ConfigurableResource):

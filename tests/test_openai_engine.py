@@ -11,8 +11,8 @@ from conftest import write_yaml
 from openai_server import Fault, OpenAIServer, answer
 
 from pipeline.config import load_models
-from pipeline.engines import Request, cache_key, openai_engine, run_with_cache
-from pipeline.engines.cache import ResponseCache
+from pipeline.engines import Request, openai_engine
+from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 from pipeline.engines.registry import build_engine
 from pipeline.engines.vllm_engine import plain_prompt

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from openai_server import OpenAIServer
 
-from pipeline.engines import Request, cache_key, run_with_cache
-from pipeline.engines.cache import ResponseCache
+from pipeline.engines import Request
+from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 
 N_PROMPTS, N_REPEATS, CONCURRENCY = 60, 12, 8
@@ -44,7 +44,8 @@ def _requests(engine: OpenAIEngine) -> list[Request]:
 
 def _run(base_url: str, cache_path: str) -> None:
     engine = _engine(base_url)
-    _, stats = run_with_cache(engine, _requests(engine), ResponseCache(Path(cache_path)))
+    with ResponseCache(Path(cache_path)) as cache:
+        _, stats = run_with_cache(engine, _requests(engine), cache)
     print(json.dumps({"sent": stats.sent, "cache_hits": stats.cache_hits, "errors": stats.errors}), flush=True)
 
 

@@ -1,20 +1,54 @@
-"""The response cache: one SQLite file, one row per cache key, committed as each row lands.
+"""The response cache, all of it: the key, the store, where it lives, and the policy in front of
+an engine (`run_with_cache`).
 
-SQLite (stdlib) rather than DuckDB because inference partitions may run in several processes
-at once and must never fight over the warehouse's single writer."""
+Key: the model's name, the engine's identity, the messages and the sampling parameters, plus an
+optional scope of whatever else an answer depends on (the oracle's gold). Transport settings
+(concurrency, timeouts, retries, API keys) stay out: engines leave them out of their identity and
+plans leave them out of the sampling, so changing them never invalidates an answer.
+
+Store: one SQLite file (`responses.sqlite` in `paths.cache_dir()`), one row per key, committed as
+each answer lands. SQLite (stdlib) rather than DuckDB because inference partitions may run in
+several processes at once and must never fight over the warehouse's single writer.
+
+Policy: only keys the store lacks are sent, identical prompts are sent once, every answer is
+stored the moment it arrives (a killed run loses at most the calls in flight), errors are
+returned but never stored (the next run retries them), and nothing expires."""
 
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from pipeline.engines import Completion
+from pipeline import paths
+from pipeline.engines import Completion, Engine, Request
+from pipeline.schema import stable_hash
 
+FILE_NAME = "responses.sqlite"
 _COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error")
 
 
+def cache_key(model: str, identity: dict[str, Any], messages: Iterable[dict[str, str]],
+              sampling: dict[str, Any], scope: dict[str, Any] | None = None) -> str:
+    """The key of one prompt to one model. `scope` holds what else the answer depends on beyond
+    the prompt (the oracle's gold); an empty scope leaves the key as if there were none."""
+    parts = {"model": model, "engine": identity, "messages": list(messages), "sampling": sampling}
+    if scope:
+        parts["scope"] = scope
+    return stable_hash(parts)
+
+
+def cache_file(directory: str | Path | None = None) -> Path:
+    """The cache's file in `directory`; by default in `paths.cache_dir()` (WENHENG_CACHE)."""
+    return Path(directory or paths.cache_dir()) / FILE_NAME
+
+
 class ResponseCache:
+    """The store. A context manager: `with ResponseCache(path) as cache:` closes it on the way out."""
+
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
@@ -52,3 +86,53 @@ class ResponseCache:
 
     def close(self) -> None:
         self._db.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def open_cache(directory: str | Path | None = None) -> ResponseCache:
+    """The response cache in `directory` (default: `paths.cache_dir()`), to use in a `with` block."""
+    return ResponseCache(cache_file(directory))
+
+
+@dataclass
+class InferenceStats:
+    requested: int = 0
+    cache_hits: int = 0
+    sent: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    tokens_out: int = 0
+
+
+def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseCache,
+                   log: Callable[[str], None] = lambda _: None) -> tuple[dict[str, Completion], InferenceStats]:
+    """A completion for every request's key: from the cache where it has one, else from the engine
+    (each distinct key sent once, each answer stored as it arrives, errors returned unstored)."""
+    stats = InferenceStats(requested=len(requests))
+    keys = list(dict.fromkeys(r.cache_key for r in requests))
+    found = cache.get_many(keys)
+    stats.cache_hits = sum(1 for r in requests if r.cache_key in found)
+    unique_missing = {r.cache_key: r for r in requests if r.cache_key not in found}
+    todo = list(unique_missing.values())
+    log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send")
+    if todo:
+        engine.load()  # outside the timing: throughput is about generation, not weight loading
+
+        def persist(index: int, comp: Completion) -> None:
+            if not comp.error:  # failures are not cached: the next run retries them
+                cache.put(todo[index].cache_key, comp)
+
+        started = time.perf_counter()
+        completions = engine.generate(todo, on_result=persist)
+        stats.seconds = time.perf_counter() - started
+        stats.sent = len(todo)
+        for req, comp in zip(todo, completions, strict=True):
+            found[req.cache_key] = comp
+            stats.tokens_out += comp.tokens_out or 0
+            stats.errors += bool(comp.error)
+    return found, stats
