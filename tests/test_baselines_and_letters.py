@@ -1,0 +1,102 @@
+"""Option letters beyond D: the random baseline and constrained decoding on ten-option items
+(WYWEB GJC's ten collections), and the random baseline at chance on every task."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from openai_server import OpenAIServer
+
+from pipeline.config import ModelSpec
+from pipeline.engines.baseline import BaselineEngine
+from pipeline.engines.cache import ResponseCache, run_with_cache
+from pipeline.engines.openai_engine import OpenAIEngine
+from pipeline.inference import give_golds, plan, response_rows
+from pipeline.prompts import build_prompt_rows
+from pipeline.schema import OPTION_LETTERS
+from pipeline.scoring.rules import score_rows
+
+N_ITEMS = 400
+# (benchmark, task, format, options): GJC's ten collections, XUCI's same / not the same, AC-EVAL's four
+TASKS = [("wyweb", "gjc", "classification", 10), ("wyweb", "xuci", "classification", 2),
+         ("aceval", "geography", "mcq_single", 4)]
+
+
+def _items(benchmark: str, task: str, fmt: str, n_options: int, count: int, seed: int = 7) -> list[dict]:
+    """Synthetic items with golds drawn uniformly from their options (seeded: always the same)."""
+    rng = random.Random(f"{seed}:{task}")
+    return [{"item_id": f"{benchmark}/test/{task}/{i}", "benchmark": benchmark, "split": "test", "task": task,
+             "format": fmt, "question": f"第{i}题：下列哪一项正确？", "context": f"第{i}段文字。",
+             "choices": [f"{task}选项{k}" for k in range(n_options)],
+             "answer": OPTION_LETTERS[rng.randrange(n_options)], "references": [], "domain": "古代地理",
+             "source_locator": f"row {i}", "metadata": {}} for i in range(count)]
+
+
+def _prompts(items: list[dict]) -> list[dict]:
+    variants = [{k: it[k] for k in ("item_id", "benchmark", "context", "question", "choices", "answer", "references")}
+                | {"variant": "original"} for it in items]
+    return build_prompt_rows(items, variants)
+
+
+def _random_baseline(tmp_path, benchmark: str, items: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The random baseline's response rows and score rows, through plan, the cache and the scorers."""
+    engine = BaselineEngine("random", seed=0)
+    items_by_id = {it["item_id"]: it for it in items}
+    planned = plan(ModelSpec("random", "baseline", {"strategy": "random", "seed": 0}), engine.identity(),
+                   benchmark, _prompts(items), items_by_id)
+    with ResponseCache(tmp_path / f"{benchmark}.sqlite") as cache:
+        found, _ = run_with_cache(give_golds(engine, planned, items_by_id), [r for _, r in planned], cache)
+    responses = response_rows("random", planned, found)
+    return responses, score_rows(responses, items)
+
+
+def test_random_baseline_picks_every_letter_of_ten_option_items_including_i_and_j(tmp_path):
+    items = _items("wyweb", "gjc", "classification", 10, N_ITEMS)
+    responses, _ = _random_baseline(tmp_path, "wyweb", items)
+    picks = Counter(r["text"] for r in responses)
+    assert set(picks) == set("ABCDEFGHIJ")
+    # 40 expected per letter, binomial sd 6: the draws are seeded, so this cannot flake
+    assert all(20 <= picks[letter] <= 60 for letter in "ABCDEFGHIJ")
+
+
+def test_random_baseline_is_at_chance_on_every_task(tmp_path):
+    for benchmark, task, fmt, n_options in TASKS:
+        items = _items(benchmark, task, fmt, n_options, N_ITEMS)
+        _, scores = _random_baseline(tmp_path, benchmark, items)
+        assert len(scores) == N_ITEMS and all(s["score"] is not None for s in scores), task
+        accuracy = sum(s["score"] for s in scores) / N_ITEMS
+        chance = 1 / n_options
+        sd = (chance * (1 - chance) / N_ITEMS) ** 0.5      # 0.015 (GJC) to 0.025 (XUCI)
+        assert abs(accuracy - chance) <= 4 * sd, (task, accuracy, chance)
+
+
+def _constrained_ten_option_plan() -> list:
+    items = _items("aceval", "geography", "mcq_single", 10, 60)
+    spec = ModelSpec("served", "openai", sampling={"temperature": 0.0},
+                     settings={"aceval": ("zero_shot_ao", "zero_shot_ao_constrained")})
+    engine = OpenAIEngine(model="m", base_url="http://127.0.0.1:9/v1", api_key_env=None)
+    return plan(spec, engine.identity(), "aceval", _prompts(items), {it["item_id"]: it for it in items})
+
+
+def test_constrained_choice_allows_every_option_of_a_ten_option_item():
+    planned = _constrained_ten_option_plan()
+    by_setting = {}
+    for row, req in planned:
+        by_setting.setdefault(row["setting"], []).append(req)
+    assert {s: len(reqs) for s, reqs in by_setting.items()} == {"zero_shot_ao": 60, "zero_shot_ao_constrained": 60}
+    assert all(r.constrain_to == tuple("ABCDEFGHIJ") for r in by_setting["zero_shot_ao_constrained"])
+    assert all(r.constrain_to == () and r.choices == tuple("ABCDEFGHIJ") for r in by_setting["zero_shot_ao"])
+    prompt = by_setting["zero_shot_ao_constrained"][0].messages[0]["content"]
+    assert "\nI. geography选项8\nJ. geography选项9\n" in prompt      # the prompt shows the letters allowed
+
+
+def test_constrained_ten_option_requests_reach_the_server_with_all_ten_letters():
+    constrained = [req for row, req in _constrained_ten_option_plan() if row["setting"] == "zero_shot_ao_constrained"]
+    with OpenAIServer() as server:
+        engine = OpenAIEngine(model=server.model, base_url=server.base_url, api_key_env=None, concurrency=8)
+        completions = engine.generate(constrained)
+        bodies = list(server.last_body.values())
+    assert bodies and all(b["structured_outputs"] == {"choice": list("ABCDEFGHIJ")} for b in bodies)
+    texts = Counter(c.text for c in completions)
+    assert set(texts) <= set("ABCDEFGHIJ") and {"I", "J"} <= set(texts)   # the last two letters are answerable
