@@ -26,7 +26,7 @@ def sample_prompts() -> list[str]:
     from pipeline.prompts import build_prompt_rows
     from pipeline.schema import VARIANTS
     from pipeline.script import make_variant
-    from pipeline.sources import parse_source
+    from pipeline.sources.ingest import parse_source
     from pipeline.standardize import standardize
 
     raw = [item for spec in load_sources(paths.sources_file()).values() for item in parse_source(spec).items]
@@ -43,8 +43,8 @@ def main() -> None:
 
     from vllm import SamplingParams
 
-    from pipeline.engines import Request, run_with_cache
-    from pipeline.engines.cache import ResponseCache
+    from pipeline.engines import Request
+    from pipeline.engines.cache import ResponseCache, run_with_cache
     from pipeline.engines.vllm_engine import VLLMEngine, shutdown_engines
 
     engine = VLLMEngine(model="bundled:gemma3-270m", chat_template=False, dtype="bfloat16", max_model_len=2048,
@@ -64,8 +64,7 @@ def main() -> None:
 
     requests = [Request(cache_key=f"{i}", messages=({"role": "user", "content": p},), max_tokens=args.max_tokens)
                 for i, p in enumerate(prompts)]
-    with tempfile.TemporaryDirectory() as tmp:
-        cache = ResponseCache(Path(tmp) / "bench.sqlite")
+    with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp) / "bench.sqlite") as cache:
         started = time.perf_counter()
         found, stats = run_with_cache(engine, requests, cache)
         ours_s = time.perf_counter() - started

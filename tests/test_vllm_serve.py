@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import paths
-from pipeline.engines import Request, cache_key, run_with_cache
-from pipeline.engines.cache import ResponseCache
+from pipeline.engines import Request
+from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 
 pytestmark = pytest.mark.slow
