@@ -28,18 +28,10 @@ import numpy as np
 from datasketch import MinHash, MinHashLSH
 
 from pipeline.config import SourceSpec
-from pipeline.dedup import (
-    DedupParams,
-    analyse,
-    candidate_pairs,
-    cluster,
-    item_text,
-    lsh_bands,
-    shingle_hashes,
-    signatures,
-    verified_pairs,
-)
-from pipeline.sources import parse_source
+from pipeline.dedup import DedupParams, analyse, cluster
+from pipeline.dedup.keys import item_text
+from pipeline.dedup.minhash import candidate_pairs, lsh_bands, shingle_hashes, signatures, verified_pairs
+from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 ROOT = Path(__file__).resolve().parent.parent

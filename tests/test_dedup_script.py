@@ -7,26 +7,11 @@ import random
 import numpy as np
 import opencc
 import pytest
-from datasketch import LeanMinHash, MinHash
+from datasketch import LeanMinHash, MinHash, MinHashLSH
 
-from pipeline.dedup import (
-    DedupParams,
-    _fold32,
-    candidate_pairs,
-    cluster,
-    conflicting_clusters,
-    content_keys,
-    evaluation_items,
-    lsh_bands,
-    lsh_index,
-    match_key,
-    match_keys,
-    near_duplicate_pairs,
-    shingle_hashes,
-    signatures,
-    strip_templates,
-    verified_pairs,
-)
+from pipeline.dedup import DedupParams, analyse, cluster, conflicting_clusters, evaluation_items
+from pipeline.dedup.keys import match_keys, strip_templates
+from pipeline.dedup.minhash import _fold32, candidate_pairs, lsh_bands, shingle_hashes, signatures, verified_pairs
 from pipeline.schema import answer_hash, content_hash
 from pipeline.script import VARIANT_CONFIGS, convert, detect_script, make_variant
 
@@ -58,6 +43,10 @@ def _clusters(rows):
 
 # --- match keys ------------------------------------------------------------------------------
 
+def match_key(text):
+    return match_keys([text])[0]
+
+
 def test_match_key_ignores_script_space_and_punctuation():
     assert match_key("學而時習之， 不亦說乎？") == match_key("学而时习之不亦说乎")
 
@@ -78,7 +67,7 @@ def test_bulk_keys_equal_one_by_one():
 def test_templates_are_learnt_per_task_and_stripped():
     items = [_item(f"t/{i}", f"把文言文翻译为白话文：\n{p[:12]}", task="c2m") for i, p in enumerate(PASSAGES)]
     items += [_item(f"o/{i}", f"下面成语出自哪里\n{p[:4]}", task="idiom") for i, p in enumerate(PASSAGES)]
-    keys = content_keys(items)
+    keys = analyse(items).keys
     assert keys[:len(PASSAGES)] == [p[:12] for p in PASSAGES]
     assert keys[len(PASSAGES):] == [p[:4] for p in PASSAGES]
 
@@ -172,7 +161,7 @@ def test_cross_benchmark_pairs_are_contamination_not_drops():
     items = [_item("wenmind/1", q), _item("wyweb/1", q, benchmark="wyweb")]
     rows, contamination = cluster(items)
     assert rows == []  # clusters stay inside one benchmark
-    assert near_duplicate_pairs(items) == [(0, 1, 1.0)]
+    assert analyse(items).contamination == [(0, 1, 1.0)]
     assert contamination == [{"benchmark_a": "wenmind", "item_a": "wenmind/1", "benchmark_b": "wyweb",
                               "item_b": "wyweb/1", "similarity": 1.0}]
 
@@ -239,9 +228,12 @@ def test_candidate_pairs_equal_a_minhash_lsh_index():
             keys.append("".join(chars))
     hashes, offsets = shingle_hashes(keys, params)
     sigs = signatures(hashes, offsets, params)
-    lsh = lsh_index(sigs, range(len(keys)), params)
-    queried = {(min(i, j), max(i, j)) for i in range(len(keys))
-               for j in lsh.query(LeanMinHash(seed=params.seed, hashvalues=sigs[i], scheme="affine32")) if i != j}
+    lsh = MinHashLSH(num_perm=params.num_perm,
+                     params=lsh_bands(params.lsh_threshold, params.num_perm, params.lsh_recall))
+    minhashes = [LeanMinHash(seed=params.seed, hashvalues=sig, scheme="affine32") for sig in sigs]
+    for i, m in enumerate(minhashes):
+        lsh.insert(i, m)
+    queried = {(min(i, j), max(i, j)) for i, m in enumerate(minhashes) for j in lsh.query(m) if i != j}
     assert {tuple(p) for p in candidate_pairs(sigs, range(len(keys)), params).tolist()} == queried
     exact = verified_pairs(hashes, offsets, candidate_pairs(sigs, range(len(keys)), params), 0.0)
     for i, j, sim in exact:
