@@ -1,0 +1,308 @@
+"""Paper-shaped tables from per-item scores, each number with its n, coverage and a 95% interval.
+
+A benchmark card's `tables.yaml` declares the tables its paper publishes: which rows a table has,
+which items a row covers, how its number is computed (`METRICS`) and how rows nest (`mean_of`:
+the unweighted mean of sub-groups' numbers, as AC-EVAL averages subjects within a level and then
+the levels). Without `mean_of` a row is computed over its items at once (micro): the mean score,
+or a corpus metric from summed per-item statistics (corpus BLEU/chrF, micro-F1).
+
+Intervals are a seeded Poisson bootstrap: replicate b gives each scoring unit (an item, or a
+group for group metrics) a Poisson(1) weight derived from a hash of its id, b and the seed, so the
+same unit carries the same weight for every model (paired comparisons) and in any process. Every
+replicate recomputes the row exactly like the point estimate, nesting included; the interval is
+the 2.5th-97.5th percentile of the replicates.
+
+`combine` is the same nesting rule applied to numbers already aggregated (a paper's per-task
+table), which is how the reproduction tests check the rules against published aggregates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+from sacrebleu.metrics import BLEU, CHRF
+
+REPLICATES = 1000
+SEED = "wenheng"
+_POISSON_CDF = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(12)])
+_BLEU = BLEU(tokenize="zh")
+_CHRF = CHRF()
+
+
+# ---- metrics: per-unit statistics that sum, and the number computed from their sums ----------
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    stats: Callable[[dict[str, Any]], list[float] | None]   # a scored unit -> its statistics
+    # summed statistics (k,) or (k, replicates) -> the number(s), 0-100
+    value: Callable[[np.ndarray], float | np.ndarray]
+
+
+def _accuracy_stats(unit: dict[str, Any]) -> list[float]:
+    return [unit["score"], 1.0]
+
+
+def _ratio(sums: np.ndarray) -> float | np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(sums[1] > 0, 100.0 * sums[0] / np.where(sums[1] > 0, sums[1], 1), np.nan)[()]
+
+
+def _f1_stats(unit: dict[str, Any]) -> list[float] | None:
+    d = unit["details"] or {}
+    return [d["tp"], d["fp"], d["fn"]] if "tp" in d else None
+
+
+def _micro_f1(sums: np.ndarray) -> float | np.ndarray:
+    tp, fp, fn = sums
+    denominator = 2 * tp + fp + fn
+    return np.where(denominator > 0, 200.0 * tp / np.where(denominator > 0, denominator, 1), np.nan)[()]
+
+
+def _detail_stats(key: str) -> Callable[[dict[str, Any]], list[float] | None]:
+    def stats(unit: dict[str, Any]) -> list[float] | None:
+        value = (unit["details"] or {}).get(key)
+        return None if value is None else [float(value), 1.0]
+    return stats
+
+
+def _corpus(metric, key: str) -> Metric:
+    def stats(unit: dict[str, Any]) -> list[float] | None:
+        return (unit["details"] or {}).get(key)
+
+    def one(sums: np.ndarray) -> float:
+        return metric._compute_score_from_stats([int(round(x)) for x in sums]).score if sums.any() else math.nan
+
+    def value(sums: np.ndarray) -> float | np.ndarray:
+        return one(sums) if sums.ndim == 1 else np.array([one(sums[:, b]) for b in range(sums.shape[1])])
+    return Metric(key.removesuffix("_stats"), stats, value)
+
+
+METRICS: dict[str, Metric] = {
+    "accuracy": Metric("accuracy", _accuracy_stats, _ratio),
+    "micro_f1": Metric("micro_f1", _f1_stats, _micro_f1),
+    # corpus BLEU / chrF from per-item sacrebleu statistics (scoring/rules.py stores them)
+    "corpus_bleu": _corpus(_BLEU, "bleu_stats"),
+    "corpus_chrf": _corpus(_CHRF, "chrf_stats"),
+}
+
+
+def metric(name: str) -> Metric:
+    if name.startswith("detail:"):   # the mean of a number in the score's details (CP-DUE AU's questions)
+        key = name.split(":", 1)[1]
+        return Metric(name, _detail_stats(key), _ratio)
+    return METRICS[name]
+
+
+def item_stats(kind: str, hyp: str, refs: Sequence[str]) -> list[int]:
+    """sacrebleu's sufficient statistics of one hypothesis, summed later for a corpus score."""
+    scorer = _BLEU if kind == "bleu" else _CHRF
+    return [int(x) for x in scorer._extract_corpus_statistics([hyp], [[r] for r in refs])[0]]
+
+
+# ---- table specifications (a card's tables.yaml) --------------------------------------------
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    title: str
+    rows: str | None = None                      # an item column: one row per value
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)   # or explicit rows
+    where: dict[str, list[Any]] = field(default_factory=dict)        # which items the table covers
+    mean_of: tuple[str, ...] = ()
+    metric: str | None = None
+    headline: bool = False                       # shown in the all-benchmark leaderboard
+
+
+@dataclass(frozen=True)
+class CardTables:
+    tables: tuple[TableSpec, ...]
+    task_metrics: dict[str, str]                 # task -> metric name (default accuracy)
+    extra_metrics: dict[str, list[str]]          # task -> metrics reported beside the main one
+    row_order: dict[str, list[str]]              # column -> the paper's order of its values
+
+
+def load_tables(path) -> CardTables:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    tables = []
+    for name, spec in (data.get("tables") or {}).items():
+        spec = dict(spec or {})
+        tables.append(TableSpec(
+            name=name, title=spec.pop("title", name), rows=spec.pop("rows", None),
+            cells=spec.pop("cells", None) or {}, where=spec.pop("where", None) or {},
+            mean_of=tuple(spec.pop("mean_of", None) or ()), metric=spec.pop("metric", None),
+            headline=bool(spec.pop("headline", False))))
+        if spec:
+            raise ValueError(f"{path}: table {name}: unknown keys {sorted(spec)}")
+    return CardTables(tuple(tables), dict(data.get("task_metrics") or {}),
+                      {k: list(v) for k, v in (data.get("extra_metrics") or {}).items()},
+                      {k: list(v) for k, v in (data.get("row_order") or {}).items()})
+
+
+# ---- computing ---------------------------------------------------------------------------
+
+def poisson_weights(ids: Sequence[str], replicates: int = REPLICATES, seed: str = SEED) -> np.ndarray:
+    """(len(ids), replicates) bootstrap weights; a unit's weights depend only on its id and the seed."""
+    if not len(ids):
+        return np.zeros((0, replicates))
+    roots = np.array([int.from_bytes(hashlib.sha256(f"{seed}|{i}".encode()).digest()[:8], "little") for i in ids],
+                     dtype=np.uint64)
+    b = np.arange(replicates, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        x = roots[:, None] ^ (b[None, :] * np.uint64(0x9E3779B97F4A7C15))
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)   # splitmix64 finaliser
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    uniform = (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    return np.searchsorted(_POISSON_CDF, uniform).astype(np.float64)
+
+
+@dataclass
+class Cell:
+    value: float                 # 0-100, nan when nothing could be computed
+    replicates: np.ndarray       # (REPLICATES,)
+    n_items: int
+    n_scored: int
+
+
+def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
+    m = metric(metric_name)
+    rows = [(uid, m.stats(u)) for uid, u in zip(units["unit_id"], units.to_dict("records"))
+            if u["score"] is not None and not _isnan(u["score"])]
+    rows = [(uid, s) for uid, s in rows if s is not None]
+    n_items = len(units)
+    if not rows:
+        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, 0)
+    stats = np.array([s for _, s in rows], dtype=np.float64)          # (n, k)
+    w = np.stack([weights[uid] for uid, _ in rows])                    # (n, B)
+    return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(stats.T @ w), dtype=float), n_items, len(rows))
+
+
+def _isnan(x: Any) -> bool:
+    return isinstance(x, float) and math.isnan(x)
+
+
+def compute_cell(units: pd.DataFrame, mean_of: Sequence[str], leaf_metric: Callable[[pd.DataFrame], str],
+                 weights: dict[str, np.ndarray], expected: dict[str, list[Any]] | None = None) -> Cell:
+    """A row's number: micro over its units, or the unweighted mean over `mean_of[0]`'s groups of
+    their own numbers (recursively). A mean over groups is undefined (nan) when any group has no
+    scored unit, or when a group the table lists (`expected`, from its `where`) has no items at all,
+    so a missing task never silently changes what an average covers."""
+    if not mean_of:
+        return _leaf(units, leaf_metric(units), weights)
+    expected = expected or {}
+    groups = dict(list(units.groupby(mean_of[0], sort=True, dropna=False)))
+    for value in expected.get(mean_of[0], []):
+        groups.setdefault(value, units.iloc[0:0])
+    children = [compute_cell(part, mean_of[1:], leaf_metric, weights, expected) for part in groups.values()]
+    n_items, n_scored = sum(c.n_items for c in children), sum(c.n_scored for c in children)
+    if not children or any(c.n_scored == 0 for c in children):
+        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, n_scored)
+    return Cell(float(np.mean([c.value for c in children])),
+                np.mean(np.stack([c.replicates for c in children]), axis=0), n_items, n_scored)
+
+
+def combine(values: Sequence[float], sizes: Sequence[int] | None = None) -> float:
+    """The nesting rule on already-aggregated numbers: the unweighted mean, or (with sizes) the
+    size-weighted mean, which is what a micro average over items amounts to."""
+    if sizes is None:
+        return float(np.mean(values))
+    return float(np.dot(values, sizes) / np.sum(sizes))
+
+
+def _select(units: pd.DataFrame, where: dict[str, list[Any]]) -> pd.DataFrame:
+    for column, allowed in where.items():
+        units = units[units[column].isin(list(allowed))]
+    return units
+
+
+def _group_units(units: pd.DataFrame) -> pd.DataFrame:
+    """Units that are groups of items (CP-DUE's OQ best+worst): right only if every item is."""
+    rows = []
+    for gid, part in units.groupby("group", sort=True):
+        scores = list(part["score"])
+        scored = all(s is not None and not _isnan(s) for s in scores)
+        first = part.iloc[0].to_dict()
+        rows.append({**first, "unit_id": f"group:{gid}", "score": float(min(scores)) if scored else None,
+                     "details": {}})
+    return pd.DataFrame(rows, columns=units.columns)
+
+
+def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
+               weights: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Every row of every table of one benchmark for one model x variant x setting.
+
+    `units`: one row per evaluated item (columns: unit_id, item columns, `group`, `part`, score,
+    details), with score None where the model's answer could not be scored or is missing."""
+    def leaf_metric_for(spec_metric: str | None) -> Callable[[pd.DataFrame], str]:
+        def choose(part: pd.DataFrame) -> str:
+            if spec_metric:
+                return spec_metric
+            tasks = part["task"].unique()
+            return tables.task_metrics.get(tasks[0], "accuracy") if len(tasks) == 1 else "accuracy"
+        return choose
+
+    out = []
+    for spec in tables.tables:
+        covered = _select(units, spec.where)
+        if spec.cells:
+            cells = [(label, dict(cell)) for label, cell in spec.cells.items()]
+        elif spec.rows:
+            order = tables.row_order.get(spec.rows, [])
+            present = [v for v in covered[spec.rows].dropna().unique()]
+            values = [v for v in order if v in present] + sorted(v for v in present if v not in order)
+            cells = [(str(v), {"where": {spec.rows: [v]}}) for v in values]
+        else:
+            cells = [("all", {})]
+        for order_index, (label, cell) in enumerate(cells):
+            part = _select(covered, cell.get("where", {}))
+            if cell.get("unit") == "group":
+                part = _group_units(part)
+            metric_names = [cell.get("metric") or spec.metric]
+            task = part["task"].unique()[0] if part["task"].nunique() == 1 else None
+            if metric_names == [None]:
+                metric_names = [tables.task_metrics.get(task, "accuracy") if task else None]
+            metric_names += tables.extra_metrics.get(task, []) if task and not spec.mean_of else []
+            for metric_name in metric_names:
+                result = compute_cell(part, tuple(cell.get("mean_of", spec.mean_of)),
+                                      leaf_metric_for(metric_name), weights, spec.where)
+                shown = metric_name or "mean"
+                low, high = (np.nanpercentile(result.replicates, [2.5, 97.5])
+                             if np.isfinite(result.replicates).any() else (math.nan, math.nan))
+                out.append({
+                    "benchmark": benchmark, "table_name": spec.name, "title": spec.title,
+                    "row_order": order_index, "row_label": label, "metric": shown,
+                    "score": _none(result.value), "ci_low": _none(low), "ci_high": _none(high),
+                    "n_items": result.n_items, "n_scored": result.n_scored,
+                    "coverage": result.n_scored / result.n_items if result.n_items else None,
+                    "headline": spec.headline,
+                })
+    return out
+
+
+def _none(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(x)
+
+
+def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame) -> pd.DataFrame:
+    """All tables of one benchmark for every model x variant x setting in `units` (which has
+    model, variant and setting columns besides the unit columns)."""
+    ids = sorted(set(units["unit_id"]) | {f"group:{g}" for g in units["group"].dropna().unique()})
+    weights = dict(zip(ids, poisson_weights(ids)))
+    rows = []
+    for (model, variant, setting), part in units.groupby(["model", "variant", "setting"], sort=True):
+        for row in table_rows(tables, part, benchmark, weights):
+            rows.append({"model": model, "variant": variant, "setting": setting, **row})
+    return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS)
+
+
+PAPER_TABLE_COLUMNS = ["model", "variant", "setting", "benchmark", "table_name", "title", "row_order",
+                       "row_label", "metric", "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage",
+                       "headline"]
