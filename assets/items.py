@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from pipeline import benchmarks, paths, schema
-from pipeline.config import load_duplicate_policy
+from pipeline.config import load_duplicate_policy, load_sources
 from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
@@ -35,6 +35,13 @@ def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
             io_manager_key="lake", kinds={"parquet"},
             description="One row per correction (applied, stale or unknown item) and per field that "
                         "changed between two versions of a source."),
+    },
+    # What each output is made from: items and quarantine from the raw rows; the audit from the
+    # items (the corrections applied to them, and their diff against the previous build).
+    internal_asset_deps={
+        "items": {dg.AssetKey.from_coercible(key) for key in RAW_KEYS},
+        "quarantine": {dg.AssetKey.from_coercible(key) for key in RAW_KEYS},
+        "corrections_audit": {dg.AssetKey("items")},
     },
     check_specs=[dg.AssetCheckSpec("corrections_apply", asset="corrections_audit",
                                    description="every correction still matches its item")],
@@ -105,13 +112,15 @@ def item_variants(items: pd.DataFrame, models: ModelsResource) -> pd.DataFrame:
 @dg.asset(group_name="items", io_manager_key="lake", code_version="2", kinds={"parquet"})
 def prompts(items: pd.DataFrame, item_variants: pd.DataFrame, dedup_clusters: pd.DataFrame,
             sources: SourcesResource) -> dg.Output[pd.DataFrame]:
-    """Every item variant rendered under each protocol setting of its benchmark (pipeline/protocols.yaml),
-    leaving out within-benchmark duplicates when the sources file says `duplicates: drop`."""
+    """Every item variant of the evaluated splits, rendered under each protocol setting of its
+    benchmark (its card's protocol.yaml), leaving out within-benchmark duplicates when the sources
+    file says `duplicates: drop`."""
     policy = load_duplicate_policy(sources.path())
+    evaluate = {name: spec.evaluate for name, spec in load_sources(sources.path()).items() if spec.evaluate}
     kept = evaluation_items(schema.records(items), schema.records(dedup_clusters), policy)
     kept_ids = {it["item_id"] for it in kept}
     variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
-    rows = build_prompt_rows(kept, variants)
+    rows = build_prompt_rows(kept, variants, evaluate)
     frame = schema.to_frame(rows, schema.PROMPTS)
     per_setting = {f"{b}/{s}": int(n) for (b, s), n in frame.groupby(["benchmark", "setting"]).size().items()}
     return dg.Output(frame, data_version=_frame_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),

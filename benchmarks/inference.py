@@ -12,7 +12,6 @@ Prompts: the first --limit (256) of every sample item x script variant x protoco
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ def sample_prompts() -> list[str]:
     raw = [item for spec in load_sources(paths.sources_file()).values() for item in parse_source(spec).items]
     items, _ = standardize(raw)
     variants = [make_variant(it, v) for it in items for v in VARIANTS]
-    return [json.loads(row["messages"])[0]["content"] for row in build_prompt_rows(items, variants)]
+    return [row["messages"][0]["content"] for row in build_prompt_rows(items, variants)]
 
 
 def main() -> None:

@@ -129,8 +129,13 @@ class CardTables:
     row_order: dict[str, list[str]]              # column -> the paper's order of its values
 
 
+# A card without tables.yaml gets these: its tasks, and the mean over all its items.
+DEFAULT_TABLES = {"tables": {"by_task": {"title": "tasks", "rows": "task"},
+                             "overall": {"title": "overall (mean over items)", "headline": True}}}
+
+
 def load_tables(path) -> CardTables:
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else DEFAULT_TABLES
     tables = []
     for name, spec in (data.get("tables") or {}).items():
         spec = dict(spec or {})
@@ -260,7 +265,7 @@ def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
             values = [v for v in order if v in present] + sorted(v for v in present if v not in order)
             cells = [(str(v), {"where": {spec.rows: [v]}}) for v in values]
         else:
-            cells = [("all", {})]
+            cells = [(spec.name, {})]
         for order_index, (label, cell) in enumerate(cells):
             part = _select(covered, cell.get("where", {}))
             if cell.get("unit") == "group":
@@ -291,18 +296,27 @@ def _none(x: float) -> float | None:
     return None if x is None or math.isnan(x) else float(x)
 
 
+RUN_KEYS = ["model", "variant", "setting", "split"]
+
+
 def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame) -> pd.DataFrame:
-    """All tables of one benchmark for every model x variant x setting in `units` (which has
-    model, variant and setting columns besides the unit columns)."""
+    """All tables of one benchmark for every model x variant x setting x split in `units` (which
+    has those columns besides the unit columns, and `capped`: the model's max_tokens cut the
+    benchmark's generation budget for that item)."""
+    units = units.copy()
+    for column in ("split", "group", "part"):
+        if column not in units:
+            units[column] = None
+    if "capped" not in units:
+        units["capped"] = False
     ids = sorted(set(units["unit_id"]) | {f"group:{g}" for g in units["group"].dropna().unique()})
     weights = dict(zip(ids, poisson_weights(ids)))
     rows = []
-    for (model, variant, setting), part in units.groupby(["model", "variant", "setting"], sort=True):
-        for row in table_rows(tables, part, benchmark, weights):
-            rows.append({"model": model, "variant": variant, "setting": setting, **row})
+    for keys, part in units.groupby(RUN_KEYS, sort=True, dropna=False):
+        run = dict(zip(RUN_KEYS, keys)) | {"capped": bool(part["capped"].fillna(False).any())}
+        rows += [run | row for row in table_rows(tables, part, benchmark, weights)]
     return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS)
 
 
-PAPER_TABLE_COLUMNS = ["model", "variant", "setting", "benchmark", "table_name", "title", "row_order",
-                       "row_label", "metric", "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage",
-                       "headline"]
+PAPER_TABLE_COLUMNS = [*RUN_KEYS, "capped", "benchmark", "table_name", "title", "row_order", "row_label", "metric",
+                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline"]

@@ -23,8 +23,9 @@ def main(argv: list[str] | None = None) -> int:
     run_p.add_argument("--model", action="append", help="only these models' partitions (repeatable)")
     q_p = sub.add_parser("query", help="run SQL (a string or a .sql file) on the warehouse, read-only")
     q_p.add_argument("sql")
-    lb_p = sub.add_parser("leaderboard", help="print the leaderboard (optionally one benchmark)")
-    lb_p.add_argument("benchmark", nargs="?")
+    lb_p = sub.add_parser("leaderboard", help="print each benchmark's headline numbers, or with a benchmark name "
+                                              "every table its paper publishes")
+    lb_p.add_argument("benchmark", nargs="?", help="e.g. wenmind, aceval, wyweb, fuxi, cpdue")
     ex_p = sub.add_parser("submission",
                           help="write a model's predictions on a benchmark's withheld-answer split as the "
                                "benchmark's official submission JSON (AC-EVAL's test split)")
@@ -120,21 +121,22 @@ def write_submission(args: argparse.Namespace) -> int:
 
 
 def leaderboard(benchmark: str | None) -> int:
+    """All benchmarks: each one's headline rows (only aggregates its paper defines). One benchmark:
+    every table its paper publishes."""
+    from pipeline.benchmarks import card, cards
+    from pipeline.report import blocks
     from pipeline.warehouse import connect_readonly
 
+    if benchmark:
+        card(benchmark)  # an unknown name is an error, not an empty table
+    where = "benchmark = ?" if benchmark else "headline"
     with connect_readonly(paths.warehouse_file()) as con:
-        frame = con.execute("SELECT * FROM leaderboard" + (" WHERE benchmark = ?" if benchmark else ""),
+        frame = con.execute(f"SELECT * FROM paper_tables WHERE {where} ORDER BY benchmark, row_order",
                             [benchmark] if benchmark else []).df()
-    if frame.empty:
-        print("leaderboard is empty: no scored items yet")
-        return 0
-    frame["column"] = frame["benchmark"] + "/" + frame["setting"] + (
-        "" if frame["variant"].nunique() == 1 else "/" + frame["variant"])
-    table = frame.pivot_table(index="model", columns="column", values="score", aggfunc="first")
-    table = table.sort_values(table.columns[0], ascending=False)
-    print("\nLeaderboard (score x100; each benchmark aggregated by its paper's rule: "
-          "pipeline/benchmarks/<name>/leaderboard.sql)")
-    _print_frame(table.reset_index())
+    frame = frame.astype(object).where(frame.notna(), None)
+    print(f"\nLeaderboard{' of ' + benchmark if benchmark else ''}: each benchmark by its own paper's rule "
+          f"(pipeline/benchmarks/<name>/tables.yaml)")
+    print(blocks(frame, {name: c.title for name, c in cards().items()}))
     return 0
 
 

@@ -36,7 +36,7 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits"}
+SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits", "evaluate"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,7 @@ class SourceSpec:
     sha256: str = ""      # of the downloaded file, lower-case hex
     subpath: str = ""     # inside an unpacked archive: the file or folder to parse
     splits: tuple[str, ...] = ()   # only these splits (file stems / split folders); empty = all
+    evaluate: tuple[str, ...] = ()  # the splits to ask and score; empty = the card's eval_splits
 
     def includes_split(self, split: str) -> bool:
         return not self.splits or split in self.splits
@@ -72,6 +73,9 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
         splits = entry.get("splits") or ()
         if not isinstance(splits, (list, tuple)) or not all(isinstance(s, str) for s in splits):
             raise ConfigError(f"{where}: 'splits' must be a list of split names")
+        evaluate = entry.get("evaluate") or ()
+        if not isinstance(evaluate, (list, tuple)) or not all(isinstance(s, str) for s in evaluate):
+            raise ConfigError(f"{where}: 'evaluate' must be a list of split names, e.g. [dev, test]")
         url, sha256, subpath = str(entry.get("url", "")), str(entry.get("sha256", "")).lower(), ""
         if "path" in entry:
             source_path = (path.parent / str(entry["path"])).resolve()
@@ -94,6 +98,7 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
             sha256=sha256,
             subpath=subpath,
             splits=tuple(splits),
+            evaluate=tuple(evaluate),
         )
     if not specs:
         raise ConfigError(f"{path}: no benchmarks configured under 'benchmarks:'")

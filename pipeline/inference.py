@@ -29,14 +29,22 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         # a protocol that fixes the temperature (CP-DUE: 0) wins over the model's default
         temperature = float(protocol_settings.get(row["setting"], {}).get("temperature", model_temperature))
         messages = row["messages"]
-        max_tokens = int(row["max_tokens"]) if cap is None else min(int(row["max_tokens"]), int(cap))
+        # the protocol's budget (None: the benchmark sets none, up to the model's context), capped
+        # by the model's own max_tokens; responses record it, so tables mark capped runs
+        max_tokens = min((int(x) for x in (row["max_tokens"], cap) if x is not None), default=None)
         meta = item["metadata"]
+        # several single-choice questions in one prompt (CP-DUE AU), answered one letter each
+        picks = len(meta.get("questions") or ()) or 1
         n_options = len(item["choices"]) if item["choices"] is not None else 0
-        if not n_options and item["format"] in ("mcq_single", "mcq_multi"):
+        if picks > 1:
+            n_options = int(meta.get("options_per_question", 4))  # options inline, per question
+        elif not n_options and item["format"] in ("mcq_single", "mcq_multi"):
             n_options = 4  # options inline in the question text
         letters = tuple(OPTION_LETTERS[:n_options])
-        # constrained-choice settings decode only an option letter (structured outputs)
-        constrain_to = letters if row["setting"] in constrained and item["format"] != "mcq_multi" else ()
+        # constrained-choice settings decode only an option letter (structured outputs); not for
+        # multiple answers or a sequence of letters
+        constrain_to = (letters if row["setting"] in constrained and item["format"] != "mcq_multi" and picks == 1
+                        else ())
         sampling = {"temperature": temperature, "max_tokens": max_tokens}
         if constrain_to:
             sampling["choice"] = list(constrain_to)
@@ -45,7 +53,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         planned.append((row, Request(
             cache_key=cache_key(spec.name, identity, messages, sampling, scope),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
-            constrain_to=constrain_to, choices=letters, labels=tuple(meta.get("labels", ())),
+            constrain_to=constrain_to, choices=letters, labels=tuple(meta.get("labels", ())), picks=picks,
         )))
     return planned
 
@@ -70,8 +78,8 @@ def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
         rows.append({
             "item_id": row["item_id"], "benchmark": row["benchmark"], "variant": row["variant"],
             "setting": row["setting"], "model": model, "prompt_hash": row["prompt_hash"],
-            "cache_key": req.cache_key, "text": comp.text, "finish_reason": comp.finish_reason,
-            "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out, "latency_s": comp.latency_s,
+            "cache_key": req.cache_key, "max_tokens": req.max_tokens, "text": comp.text,
+            "finish_reason": comp.finish_reason, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out, "latency_s": comp.latency_s,
             "error": comp.error, "created_at": now,
         })
     return rows

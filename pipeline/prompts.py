@@ -3,7 +3,7 @@ data, not code branches."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from pipeline.benchmarks import card
@@ -28,7 +28,7 @@ def options_text(choices: list[str]) -> str:
 
 
 def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
-           shots: list[dict[str, Any]] = ()) -> tuple[list[dict[str, str]], int]:
+           shots: list[dict[str, Any]] = ()) -> tuple[list[dict[str, str]], int | None]:
     """(chat messages, max_tokens) for one item variant under one setting.
 
     `item` gives task and metadata, `variant` the text in the chosen script; `shots` are
@@ -53,7 +53,8 @@ def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
             break
         examples.pop()  # fewer shots rather than an overflowing context
     max_tokens = spec.get("max_tokens_per_format", {}).get(item["format"], spec.get("max_tokens", 256))
-    return [{"role": "user", "content": text}], int(max_tokens)
+    # null: no budget of the benchmark's own (AC-EVAL sets none): up to the model's context
+    return [{"role": "user", "content": text}], None if max_tokens is None else int(max_tokens)
 
 
 def _pick(templates: dict[str, str], item: dict[str, Any]) -> str:
@@ -72,24 +73,42 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return stable_hash(messages)
 
 
-def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every item x variant x protocol setting of its benchmark -> one prompt row."""
+def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]],
+                      evaluate: Mapping[str, Collection[str]] | None = None) -> list[dict[str, Any]]:
+    """Every evaluated item x variant x protocol setting of its benchmark -> one prompt row.
+
+    Only items of the splits a benchmark evaluates get prompts (`evaluate`: benchmark -> splits;
+    default: each card's `eval_splits`); the other splits stay in the items table for dedup and
+    contamination, and the card's `exemplar_splits` give the few-shot pools (in file order). An
+    exemplar item that is itself evaluated (AC-EVAL dev, when asked) never sees itself: its shots
+    are the other exemplars of its task, then of its task group (AC-EVAL's level)."""
     by_id = {it["item_id"]: it for it in items}
-    # Few-shot pools: the dev split of each task, in file order, per script variant.
-    pools: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    splits = {b: set(s) for b, s in (evaluate or {}).items()}
+    by_task: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for v in variants:
         item = by_id[v["item_id"]]
-        if item["split"] == "dev" and item.get("answer"):
-            pools.setdefault((item["benchmark"], item["task"], v["variant"]), []).append(
-                {**v, "metadata": item["metadata"], "_order": _locator_order(item["source_locator"])})
-    for pool in pools.values():
+        if item["split"] in card(item["benchmark"]).exemplar_splits and item.get("answer"):
+            shot = {**v, "task": item["task"], "metadata": item["metadata"],
+                    "_order": (item.get("source_file") or "", _locator_order(item["source_locator"]))}
+            by_task.setdefault((item["benchmark"], item["task"], v["variant"]), []).append(shot)
+            by_group.setdefault((item["benchmark"], item["task_group"], v["variant"]), []).append(shot)
+    for pool in [*by_task.values(), *by_group.values()]:
         pool.sort(key=lambda s: s["_order"])
     rows = []
     for v in variants:
         item = by_id[v["item_id"]]
-        pool = [s for s in pools.get((item["benchmark"], item["task"], v["variant"]), [])
-                if s["item_id"] != item["item_id"]]
-        for setting in protocol(item["benchmark"])["settings"]:
+        bench = card(item["benchmark"])
+        if item["split"] not in splits.get(bench.name, bench.eval_splits):
+            continue
+        proto = protocol(bench.name)
+        most = max((s.get("shots", 0) for s in proto["settings"].values()), default=0)
+        pool = [s for s in by_task.get((bench.name, item["task"], v["variant"]), [])[:most + 1]
+                if s["item_id"] != item["item_id"]][:most]
+        if len(pool) < most and item["split"] in bench.exemplar_splits:
+            pool += [s for s in by_group.get((bench.name, item["task_group"], v["variant"]), [])
+                     if s["task"] != item["task"]][:most - len(pool)]
+        for setting in proto["settings"]:
             messages, max_tokens = render(item, v, setting, pool)
             rows.append({"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": v["variant"],
                          "setting": setting, "messages": messages,

@@ -123,6 +123,7 @@ RESPONSES = pa.schema([
     ("model", _str),
     ("prompt_hash", _str),
     ("cache_key", _str),
+    ("max_tokens", pa.int64()),     # the generation budget used (null: up to the model's context)
     ("text", _str),
     ("finish_reason", _str),
     ("tokens_in", pa.int64()),

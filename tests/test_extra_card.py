@@ -46,11 +46,6 @@ settings:
     template: "{question}\\n{options}\\n答案："
     max_tokens: 4
 '''
-LEADERBOARD = '''
-INSERT INTO benchmark_scores
-SELECT model, benchmark, variant, setting, avg(score), sum(n_scored)
-FROM model_task_scores WHERE benchmark = 'toybench' AND n_scored > 0 GROUP BY ALL;
-'''
 ITEMS = [
     '{"id": 1, "question": "“学而时习之”出自哪部书？", "options": ["论语", "孟子"], "answer": "A"}',
     '{"id": 2, "question": "“床前明月光”的作者是谁？", "options": ["杜甫", "李白"], "answer": "B"}',
@@ -63,7 +58,6 @@ def test_a_card_from_a_temp_folder_runs_through_the_graph(tmp_path):
     card.mkdir(parents=True)
     (card / "__init__.py").write_text(textwrap.dedent(CARD), encoding="utf-8")
     (card / "protocol.yaml").write_text(PROTOCOL, encoding="utf-8")
-    (card / "leaderboard.sql").write_text(LEADERBOARD, encoding="utf-8")
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy" / "test.jsonl").write_text("\n".join(ITEMS) + "\n", encoding="utf-8")
     (tmp_path / "sources.yaml").write_text("benchmarks:\n  toybench: {path: toy, version: v1}\n", encoding="utf-8")
@@ -80,11 +74,12 @@ def test_a_card_from_a_temp_folder_runs_through_the_graph(tmp_path):
                            "--models", str(tmp_path / "models.yaml")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "toybench/ask" in done.stdout   # the printed leaderboard has the new benchmark's column
+    assert "Toy bench - overall" in done.stdout   # the printed leaderboard has the new benchmark (default tables)
     con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
     assert con.execute("SELECT count(*) FROM items WHERE benchmark = 'toybench'").fetchone() == (2,)
     assert con.execute("SELECT count(*) FROM quarantine WHERE benchmark = 'toybench'").fetchone() == (1,)
     board = dict(con.execute("SELECT model, score FROM leaderboard WHERE benchmark = 'toybench'").fetchall())
+    assert con.execute("SELECT count(*) FROM toybench_by_task").fetchone() == (2,)   # a view per table
     assert board["oracle"] == 100.0 and 0 <= board["random"] <= 100
     prompt = con.execute("SELECT messages FROM prompts WHERE item_id = 'toybench/test/pairs/2'").fetchone()[0]
     assert "A. 杜甫\\nB. 李白" in prompt

@@ -13,6 +13,7 @@ from pipeline.scoring.rules import score_response
 
 def _aceval(item_id, split, n, answer="A", task="geography"):
     return {"item_id": item_id, "benchmark": "aceval", "split": split, "task": task, "format": "mcq_single",
+            "task_group": "General Historical Knowledge", "source_file": f"{split}/{task}.csv",
             "question": f"问题{n}", "context": None, "choices": ["甲", "乙", "丙", "丁"], "answer": answer,
             "references": [], "domain": "古代地理", "source_locator": f"row {n}",
             "metadata": {"topic_zh": "古代地理", "explanation": f"解析{n}"}}
@@ -29,22 +30,27 @@ def test_aceval_zero_shot_prompt_is_the_official_template():
     assert message == {"role": "user", "content":
                        "以下是中国古代古代地理领域的单项选择题，请直接给出正确答案对应的选项。\n\n"
                        "题目：问题0\nA. 甲\nB. 乙\nC. 丙\nD. 丁\n答案："}
-    assert max_tokens == 32
+    assert max_tokens is None   # AC-EVAL sets no budget: up to the model's context
 
 
-def test_five_shot_uses_dev_in_file_order_excluding_the_item_itself():
+def test_five_shot_uses_dev_in_file_order_and_only_the_evaluation_split_is_asked():
     dev = [_aceval(f"aceval/dev/geography/{n}", "dev", n, answer="ABCDA"[n]) for n in range(5)]
+    other = _aceval("aceval/dev/historical_facts/0", "dev", 7, task="historical_facts")  # same level
     test = _aceval("aceval/test/geography/0", "test", 9, answer=None)
-    items = dev + [test]
+    items = [*dev, other, test]
     rows = {(r["item_id"], r["setting"]): r for r in build_prompt_rows(items, [_variant(i) for i in items])}
+    assert {item_id for item_id, _ in rows} == {test["item_id"]}   # dev: exemplars only, by default
     test_prompt = rows[(test["item_id"], "five_shot_ao")]["messages"][0]["content"]
     assert [test_prompt.index(f"示例{n}：问题{n - 1}") for n in range(1, 6)] == sorted(
         test_prompt.index(f"示例{n}：问题{n - 1}") for n in range(1, 6))
-    dev_prompt = rows[(dev[0]["item_id"], "five_shot_ao")]["messages"][0]["content"]
-    assert "示例1：问题1" in dev_prompt and "问题0\nA" in dev_prompt.split("题目：")[-1]
-    assert len(re.findall(r"示例\d：", dev_prompt)) == 4
     cot = rows[(test["item_id"], "five_shot_cot")]["messages"][0]["content"]
     assert "让我们逐步分析。解析0\n所以答案是A。" in cot
+    # dev asked on request: five shots, never the item itself, the fifth from its level's other subject
+    rows = {(r["item_id"], r["setting"]): r for r in build_prompt_rows(
+        items, [_variant(i) for i in items], {"aceval": ["dev", "test"]})}
+    dev_prompt = rows[(dev[0]["item_id"], "five_shot_ao")]["messages"][0]["content"]
+    assert "问题0\nA" in dev_prompt.split("题目：")[-1] and "：问题0\n" not in dev_prompt.split("题目：")[0]
+    assert re.findall(r"示例\d：问题(\d)", dev_prompt) == ["1", "2", "3", "4", "7"]
 
 
 def test_shots_are_dropped_when_the_prompt_would_overflow():

@@ -30,9 +30,11 @@ def test_every_sample_item_renders_a_prompt():
     from pipeline.prompts import build_prompt_rows, protocol
     from pipeline.script import make_variant
 
-    raw = [i for spec in load_sources(ROOT / "data" / "sources.yaml").values() for i in parse_source(spec).items]
+    specs = load_sources(ROOT / "data" / "sources.yaml")
+    raw = [i for spec in specs.values() for i in parse_source(spec).items]
     items, _ = standardize(raw)
-    rows = build_prompt_rows(items, [make_variant(i, "original") for i in items])
+    evaluate = {"aceval": ["dev", "test"], "wyweb": ["dev", "train"]}   # every sample split asked
+    rows = build_prompt_rows(items, [make_variant(i, "original") for i in items], evaluate)
     per_item = Counter(r["item_id"] for r in rows)
     for item in items:
         assert per_item[item["item_id"]] == len(protocol(item["benchmark"])["settings"]), item["item_id"]

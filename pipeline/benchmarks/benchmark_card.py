@@ -31,6 +31,10 @@ class BenchmarkCard:
     # Which rule scorer (pipeline/scoring/rules.py SCORERS) an item gets: looked up by task, then
     # by format; formats not named here use the scoring module's defaults.
     scorers: Mapping[str, str] = field(default_factory=dict)
+    # The splits its paper evaluates (others are ingested for dedup and contamination, never
+    # asked unless sources.yaml says `evaluate:`), and the splits few-shot examples come from.
+    eval_splits: tuple[str, ...] = ("test",)
+    exemplar_splits: tuple[str, ...] = ("dev",)
     # Optional: predictions keyed by item_id -> the benchmark's official submission object, for
     # splits whose answers are withheld (`wenheng submission <name>`).
     submission: Callable[..., Any] | None = None

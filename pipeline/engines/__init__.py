@@ -16,7 +16,7 @@ from typing import Any, Protocol
 class Request:
     cache_key: str
     messages: tuple[dict[str, str], ...]
-    max_tokens: int
+    max_tokens: int | None   # None: up to the model's context
     temperature: float = 0.0
     # Constrained decoding: the answer must be one of these strings (MCQ letters), if set.
     constrain_to: tuple[str, ...] = ()
@@ -24,6 +24,9 @@ class Request:
     # (pipeline.schema.OPTION_LETTERS, one per option) and, for label-text classification, its labels.
     choices: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    # How many answers the prompt asks for, one letter each, in order (CP-DUE AU: 3, e.g. "CAB");
+    # 1 for every other item. For baselines only, like `choices`.
+    picks: int = 1
 
 
 @dataclass

@@ -7,23 +7,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import sacrebleu
 
+from pipeline.aggregate import item_stats
 from pipeline.benchmarks import card
-from pipeline.scoring.extract import extract_aceval, extract_label, extract_letters
+from pipeline.schema import OPTION_LETTERS
+from pipeline.scoring.extract import asks_for_incorrect, blank_hits, extract_aceval, extract_label, extract_letters
+from pipeline.scoring.format_rules import check_ci, check_couplet, cipai_of, pattern_from_rules
 from pipeline.scoring.labeling import entity_f1, punctuation_f1
-from pipeline.script import convert
 
 VERSION = "1"
 _MULTI_SPLIT = re.compile(r"[、,，\s]+")
 
 JUDGE_REASON = "needs the LLM judge"
-# Fùxì's couplet and ci tasks are scored by format rules (length, tone pattern, rhyme), which need
-# tone and rhyme tables wenheng does not ship yet.
-FORMAT_RULES_REASON = "format rules need tone and rhyme tables (not shipped yet)"
 
 # The scorer an item gets when its benchmark card names none for its task or format.
 DEFAULT_SCORERS = {
@@ -59,26 +58,25 @@ def score_rows(responses: list[dict[str, Any]], items: list[dict[str, Any]]) -> 
             | score_response(by_id[r["item_id"]], r["text"], r["error"]) for r in responses]
 
 
-def normalise(text: str) -> str:
-    """For containment checks: NFKC, simplified script, no spaces or punctuation."""
-    text = convert(unicodedata.normalize("NFKC", text), "t2s")
-    return "".join(ch for ch in text if unicodedata.category(ch)[0] not in "PZ")
-
-
 def _score_option(item: dict[str, Any], text: str) -> dict[str, Any]:
     extracted = extract_aceval(text, len(item.get("choices") or []))
     return _row("option", float(extracted == item["answer"]), None, extracted)
 
 
 def _score_label(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """The gold is a label text, not a letter (WenMind's sentiment MCQs)."""
+    """The gold is a label text, not a letter (WenMind's sentiment MCQs): the label the response
+    asserts (negated and listed labels do not count; pipeline/scoring/extract.py)."""
     extracted = extract_label(text, item["metadata"]["labels"])
     return _row("label", float(extracted == item["answer"]), None, extracted)
 
 
 def _score_fill_blank(item: dict[str, Any], text: str) -> dict[str, Any]:
-    gold = normalise(item["answer"])
-    return _row("fill_blank", float(bool(gold) and gold in normalise(text)), None)
+    """The share of the gold's blanks found in the response (pipeline/scoring/extract.py). WenMind
+    judges fill-in items by scoring points (points obtained / points in the reference), so partial
+    credit is the paper's rule; the blank counts are in details."""
+    hits = blank_hits(text, item["answer"])
+    score = sum(hits) / len(hits) if hits else 0.0
+    return _row("fill_blank", score, None, None, {"blanks": len(hits), "hit": sum(hits)})
 
 
 def _score_punctuation(item: dict[str, Any], text: str) -> dict[str, Any]:
@@ -95,33 +93,103 @@ def _needs_judge(item: dict[str, Any], text: str) -> dict[str, Any]:
     return _row("judge", None, JUDGE_REASON)
 
 
-def _needs_format_tables(item: dict[str, Any], text: str) -> dict[str, Any]:
-    return _row("format_rules", None, FORMAT_RULES_REASON)
+def _score_couplet(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """A second line against the first (pipeline/scoring/format_rules.py): the score is the strict
+    pass/fail; the lenient verdict, the checks and the mismatches are in details."""
+    rules = item["metadata"].get("rules") or {}
+    result = check_couplet(item["question"], text, rules.get("ending_tone", "平"))
+    checked = result.pop("text")
+    return _row("couplet_rules", float(result["strict"]), None, checked, result)
+
+
+def _score_ci(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """A ci against every 格 of the requested tune (pipeline/scoring/format_rules.py): strict
+    pass/fail as the score; lenient verdict, checks, mismatches and the 格 matched in details."""
+    cipai = cipai_of(item)
+    if cipai is None:
+        return _row("ci_rules", None, "the item names no cipai")
+    result = check_ci(text, cipai, pattern_from_rules(item["metadata"].get("rules") or {}))
+    if isinstance(result, str):
+        return _row("ci_rules", None, result)
+    checked = result.pop("text")
+    return _row("ci_rules", float(result["strict"]), None, checked, result)
 
 
 def _score_multi(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """WenMind's multiple-answer rule: all correct 1, a correct strict subset 0.5, else 0."""
+    """WenMind's multiple-answer rule (its judge prompt): all correct 1, only correct options but not
+    all of them 0.5 (one of its two-letter golds), any wrong option or none 0. Letters judged wrong
+    count as chosen when the stem asks for the wrong statements (`不正确的两项是`)."""
     gold = set(_MULTI_SPLIT.split(item["answer"].strip())) - {""}
-    got = extract_letters(text, max(len(item.get("choices") or []), 5))
+    asks_wrong = asks_for_incorrect(item.get("question") or "", item.get("choices"))
+    got = extract_letters(text, max(len(item.get("choices") or []), 5), asks_wrong)
     score = 1.0 if got == gold else 0.5 if got and got < gold else 0.0
     return _row("option_multi", score, None, "、".join(sorted(got)))
 
 
-def _score_translation(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """Per-item chrF (0-1) as the item score; sentence BLEU with the zh tokenizer in details."""
+def _translation_details(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """Sentence BLEU (zh tokenizer) and chrF for drill-down, and sacrebleu's statistics of the
+    item, which the paper tables sum into corpus BLEU and chrF (pipeline/aggregate.py)."""
     refs = [item["answer"], *(item.get("references") or [])]
-    chrf = sacrebleu.sentence_chrf(text.strip(), refs).score
-    bleu = sacrebleu.sentence_bleu(text.strip(), refs, tokenize="zh").score
-    return _row("chrf", chrf / 100.0, None, None, {"chrf": chrf, "bleu": bleu})
+    hyp = text.strip()
+    return {"bleu": sacrebleu.sentence_bleu(hyp, refs, tokenize="zh").score,
+            "chrf": sacrebleu.sentence_chrf(hyp, refs).score,
+            "bleu_stats": item_stats("bleu", hyp, refs), "chrf_stats": item_stats("chrf", hyp, refs)}
+
+
+def _score_translation(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """Per-item chrF (0-1) as the item score; the benchmark's number is corpus BLEU (its table)."""
+    details = _translation_details(item, text)
+    return _row("chrf", details["chrf"] / 100.0, None, None, details)
 
 
 def _score_bleu(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """Sentence BLEU (zh tokenizer, sacrebleu defaults) / 100 as the item score; chrF in details.
-    Papers that report corpus BLEU aggregate differently; the per-item score is what we store."""
-    refs = [item["answer"], *(item.get("references") or [])]
-    bleu = sacrebleu.sentence_bleu(text.strip(), refs, tokenize="zh").score
-    chrf = sacrebleu.sentence_chrf(text.strip(), refs).score
-    return _row("bleu", bleu / 100.0, None, None, {"bleu": bleu, "chrf": chrf})
+    """Per-item sentence BLEU / 100 as the item score; the paper's number is corpus BLEU (its table)."""
+    details = _translation_details(item, text)
+    return _row("bleu", details["bleu"] / 100.0, None, None, details)
+
+
+def _extract_sequence(text: str, n: int, letters: str, labels: Sequence[str] = ()) -> str | None:
+    """`n` option letters in order, or None: the whole answer is n letters ("CAB", "c a b",
+    "C,A,B"); else a run of n letters standing alone ("答案：CAB"), the same run if repeated; else
+    exactly n letters standing alone ("1.C 2.A 3.B", "典故人物:C …"); else each question's letter
+    after its number or label ("1. C，因为A不对 2. A 3. B")."""
+    text = unicodedata.normalize("NFKC", text).strip()
+    compact = "".join(ch for ch in text if unicodedata.category(ch)[0] not in "PZC").upper()
+    if len(compact) == n and all(ch in letters for ch in compact):
+        return compact
+    alone = rf"(?<![A-Za-z])([{letters}]{{{n}}})(?![A-Za-z])"
+    runs = set(re.findall(alone, text))
+    if len(runs) == 1:
+        return runs.pop()
+    if runs:
+        return None
+    singles = re.findall(rf"(?<![A-Za-z])([{letters}])(?![A-Za-z])", text)
+    if len(singles) == n:
+        return "".join(singles)
+    picked = []
+    for k in range(n):
+        names = [str(k + 1), "一二三四五六七八九"[k] if k < 9 else str(k + 1), *labels[k:k + 1]]
+        head = "|".join(re.escape(name) for name in names)
+        found = set(re.findall(rf"(?:第\s*)?(?:{head})\s*(?:题|问)?\s*[.、:)]?\s*\(?([{letters}])(?![A-Za-z])", text))
+        if len(found) != 1:
+            return None
+        picked.append(found.pop())
+    return "".join(picked)
+
+
+def _score_sequence(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """Several single-choice questions in one prompt, answered with one letter each in order
+    (CP-DUE AU: figure, source, meaning, e.g. `CAB`). 1 when every letter is right, else 0 (an
+    answer that cannot be read is wrong); details: each question's 0/1 (q1, q2, …) and the letters
+    read ("extracted")."""
+    gold = item["answer"]
+    meta = item.get("metadata") or {}
+    letters = OPTION_LETTERS[:meta.get("options_per_question", 4)]
+    labels = [q.get("label", "") for q in meta.get("questions", ())]
+    got = _extract_sequence(text, len(gold), letters, [label for label in labels if label])
+    right = [int(got is not None and got[k] == gold[k]) for k in range(len(gold))]
+    details = {f"q{k + 1}": right[k] for k in range(len(gold))} | {"extracted": got}
+    return _row("option_sequence", float(all(right)), None, got, details)
 
 
 # name -> scorer(item, text); cards route tasks and formats to these names.
@@ -135,7 +203,9 @@ SCORERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "punctuation_f1": _score_punctuation,
     "entity_f1": _score_entities,
     "judge": _needs_judge,
-    "format_rules": _needs_format_tables,
+    "couplet_rules": _score_couplet,
+    "ci_rules": _score_ci,
+    "option_sequence": _score_sequence,
 }
 
 

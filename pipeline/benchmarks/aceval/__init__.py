@@ -14,4 +14,8 @@ CARD = BenchmarkCard(
     folder=Path(__file__).parent,
     parse=parse,
     submission=submission,
+    # The paper's numbers are on test (answers withheld: scored by submission); dev holds the
+    # few-shot examples, and is scored only when sources.yaml asks (`evaluate: [dev, test]`).
+    eval_splits=("test",),
+    exemplar_splits=("dev",),
 )

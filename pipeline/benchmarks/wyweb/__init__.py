@@ -14,4 +14,7 @@ CARD = BenchmarkCard(
     parse=parse,
     # Labeling tasks are asked as rewriting the text and scored on the marks put back.
     scorers={"punc": "punctuation_f1", "glner": "entity_f1", "wywmt": "chrf"},
+    # The public snapshot has dev and train splits, no test: the dev split is what is evaluated.
+    eval_splits=("dev",),
+    exemplar_splits=(),
 )
