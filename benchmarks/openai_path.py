@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/openai_path.py [--calls 2000] [--concurrency 32] [--latency 0.05]
 
-The server (tests/openai_server.py) runs in its own process and answers every call after
+The server (pipeline/testing/openai_server.py) runs in its own process and answers every call after
 `latency` seconds, so the ideal is concurrency / latency calls/s (640/s by default); the ratio
 shows what the client side costs. Measured twice: the engine alone, and wenheng's whole path
 (run_with_cache: cache lookup, engine, one SQLite write per answer)."""
@@ -32,7 +32,7 @@ def main() -> None:
     from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
     from pipeline.engines.openai_engine import OpenAIEngine
 
-    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "openai_server.py"),
+    server = subprocess.Popen([sys.executable, "-m", "pipeline.testing.openai_server",
                                "--latency", str(args.latency)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

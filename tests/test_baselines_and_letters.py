@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from openai_server import OpenAIServer
-
+from pipeline.benchmarks import card
 from pipeline.config import ModelSpec
 from pipeline.engines.baseline import BaselineEngine
 from pipeline.engines.cache import ResponseCache, run_with_cache
@@ -16,6 +15,7 @@ from pipeline.inference import give_golds, plan, response_rows
 from pipeline.prompts import build_prompt_rows
 from pipeline.schema import OPTION_LETTERS
 from pipeline.scoring.rules import score_rows
+from pipeline.testing.openai_server import OpenAIServer
 
 N_ITEMS = 400
 # (benchmark, task, format, options): GJC's ten collections, XUCI's same / not the same, AC-EVAL's four
@@ -26,7 +26,8 @@ TASKS = [("wyweb", "gjc", "classification", 10), ("wyweb", "xuci", "classificati
 def _items(benchmark: str, task: str, fmt: str, n_options: int, count: int, seed: int = 7) -> list[dict]:
     """Synthetic items with golds drawn uniformly from their options (seeded: always the same)."""
     rng = random.Random(f"{seed}:{task}")
-    return [{"item_id": f"{benchmark}/test/{task}/{i}", "benchmark": benchmark, "split": "test", "task": task,
+    split = card(benchmark).eval_splits[0]   # the split each benchmark evaluates (WYWEB: dev)
+    return [{"item_id": f"{benchmark}/{split}/{task}/{i}", "benchmark": benchmark, "split": split, "task": task,
              "format": fmt, "question": f"第{i}题：下列哪一项正确？", "context": f"第{i}段文字。",
              "choices": [f"{task}选项{k}" for k in range(n_options)],
              "answer": OPTION_LETTERS[rng.randrange(n_options)], "references": [], "domain": "古代地理",

@@ -8,7 +8,6 @@ import time
 
 import pytest
 from conftest import write_yaml
-from openai_server import Fault, OpenAIServer, answer
 
 from pipeline.config import load_models
 from pipeline.engines import Request, openai_engine
@@ -16,6 +15,7 @@ from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 from pipeline.engines.registry import build_engine
 from pipeline.engines.vllm_engine import plain_prompt
+from pipeline.testing.openai_server import Fault, OpenAIServer, answer
 
 
 def _request(prompt: str, max_tokens: int = 32, constrain_to: tuple[str, ...] = (),

@@ -1,15 +1,15 @@
 """Every benchmark's protocols end to end through an OpenAI-compatible endpoint (the loopback
-server from tests/openai_server.py, with faults), next to the baselines."""
+server from pipeline/testing/openai_server.py, with faults), next to the baselines."""
 
 from __future__ import annotations
 
 import duckdb
 from conftest import ROOT, write_yaml
-from openai_server import Fault, OpenAIServer
 
 from pipeline import benchmarks
 from pipeline.prompts import protocol
 from pipeline.runner import run_pipeline
+from pipeline.testing.openai_server import Fault, OpenAIServer
 
 BENCHMARKS = list(benchmarks.names())
 

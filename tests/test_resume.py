@@ -15,11 +15,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from openai_server import OpenAIServer
-
 from pipeline.engines import Request
 from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
+from pipeline.testing.openai_server import OpenAIServer
 
 N_PROMPTS, N_REPEATS, CONCURRENCY = 60, 12, 8
 PROMPTS = [f"第{i}题：解释“{i}”" for i in range(N_PROMPTS)]

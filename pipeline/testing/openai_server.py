@@ -12,7 +12,7 @@ client that timed out, or was killed, never shows up as served.
         ... OpenAIEngine(model=server.model, base_url=server.base_url, api_key_env=None) ...
         assert server.successes["p1"] == 1
 
-Run as a script (`python tests/openai_server.py --latency 0.05`) it serves in its own process and
+Run as a script (`python -m pipeline.testing.openai_server --latency 0.05`) it serves in its own process and
 prints `READY <port>`; GET /stats then returns the counters."""
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Test doubles that tests and benchmarks share: a loopback OpenAI-compatible server."""
