@@ -439,14 +439,7 @@ def _paper_order() -> dict[tuple[str, str], list[str]]:
     }
 
 
-ORDER_CASES = [
-    pytest.param(*key, marks=pytest.mark.xfail(
-        strict=True, reason="the card's row_order.task_group spells T2/T3 'classical chinese to modern chinese' "
-                            "and 'modern chinese to classical chinese'; the data's names have capital C "
-                            "('classical Chinese to modern Chinese'), so those two rows sort last"))
-    if key == ("wenmind", "by_coarse_task") else key
-    for key in _paper_order()
-]
+ORDER_CASES = _paper_order()
 
 
 @cache
