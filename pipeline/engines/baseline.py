@@ -1,6 +1,7 @@
 """Baselines that need no model: `oracle` answers the gold (a scorer that does not give it 1.0
-is broken), `random` picks an option uniformly (chance level) and, for open items, shuffles
-the gold's characters (bag-of-characters floor).
+is broken), `random` picks an option uniformly (chance level; one independent letter per
+question when a prompt asks several, `Request.picks`) and, for open items, shuffles the gold's
+characters (bag-of-characters floor).
 
 A request carries no gold: the planning code hands the golds over through `use_golds`
 (`pipeline.inference.give_golds`), the one hook a real engine does not have."""
@@ -58,7 +59,9 @@ class BaselineEngine:
             return self._gold(req)
         rng = random.Random(f"{self.seed}:{req.cache_key}")
         if req.choices:
-            return rng.choice(req.choices)
+            # one independent uniform letter per question asked (CP-DUE AU: three, e.g. "CAB"); for
+            # the usual single answer this is exactly one rng.choice, so those draws never move
+            return "".join(rng.choice(req.choices) for _ in range(req.picks))
         if req.labels:
             return rng.choice(list(req.labels))
         chars = list(self._gold(req))

@@ -1,5 +1,6 @@
 """CP-DUE: deep understanding of classical poetry in five levels (cultural knowledge, theme and
-style, word selection, allusions, overall quality), all single-choice."""
+style, word selection, allusions, overall quality), all single-choice; AU asks its three questions
+in one prompt, answered with three letters."""
 
 from pathlib import Path
 
@@ -13,4 +14,7 @@ CARD = BenchmarkCard(
           "Chinese Poetry (CP-DUE; anonymous ACL submission)",
     folder=Path(__file__).parent,
     parse=parse,
+    # AU: three letters in order (figure, source, meaning); 1 when all are right (the paper's
+    # AU-all), each question's 0/1 in details q1-q3 (its AU Q1-Q3). The other tasks: one letter.
+    scorers={"AU": "option_sequence"},
 )
