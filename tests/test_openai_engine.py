@@ -1,10 +1,12 @@
-"""The OpenAI-compatible engine against the loopback server: faults, retries, bounds, both APIs."""
+"""The OpenAI-compatible engine against the loopback server (faults, retries, bounds, both APIs), and
+its retry policy against the official client's own code."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+from collections import Counter
 
 import pytest
 from conftest import write_yaml
@@ -31,15 +33,8 @@ def _engine(server: OpenAIServer, **overrides) -> OpenAIEngine:
     return OpenAIEngine(**(params | overrides))
 
 
-@pytest.fixture(params=["aiohttp", "httpx"])
-def transport(request, monkeypatch):
-    """Both of the client's transports: aiohttp when installed, else its default httpx."""
-    if request.param == "httpx":
-        monkeypatch.setattr(openai_engine, "_http_client", lambda: None)
-    return request.param
-
-
-def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path, transport):
+@pytest.mark.parametrize("chat", [True, False], ids=["chat", "completions"])
+def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path, chat):
     prompts = [f"问题{i}" for i in range(30)]
     faults = [Fault("429", prompt=prompts[1], retry_after=0.2), Fault("500", prompt=prompts[2], times=2),
               Fault("timeout", prompt=prompts[3], hang_s=3.0), Fault("reset", prompt=prompts[4]),
@@ -48,13 +43,13 @@ def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path
     requests = [_request(p) for p in prompts]
     cache = ResponseCache(tmp_path / "cache.sqlite")
     with OpenAIServer(latency_s=0.02, faults=faults) as server:
-        engine = _engine(server, timeout_s=1.0, max_retries=2, concurrency=8)
+        engine = _engine(server, timeout_s=1.0, max_retries=2, concurrency=8, chat=chat)
         found, stats = run_with_cache(engine, requests, cache)
 
         assert set(found) == {r.cache_key for r in requests}            # every request has a completion
         failed = [p for p, r in zip(prompts, requests) if found[r.cache_key].error]
         assert failed == [prompts[5]] and stats.errors == 1
-        assert found[requests[5].cache_key].error.startswith("InternalServerError:")
+        assert found[requests[5].cache_key].error == "InternalServerError: Error code: 500 - injected server error"
         assert server.attempts[prompts[5]] == 3                          # 1 try + max_retries
         assert {p: server.successes[p] for p in prompts} == {p: int(p != prompts[5]) for p in prompts}
         numbered = {server.arrivals[11], server.arrivals[24]}   # got an extra 500, whatever else they had
@@ -227,3 +222,198 @@ def test_models_yaml_entry_builds_the_engine(tmp_path):
     assert isinstance(engine, OpenAIEngine)
     assert engine.concurrency == 32 and engine.api_key_env is None
     assert engine.identity()["model"] == "Qwen2.5-7B-Instruct"
+
+
+# -- the official client's retry policy, reproduced ------------------------------------------------
+
+def _official_client(max_retries: int = 2):
+    openai = pytest.importorskip("openai")
+    return openai.AsyncOpenAI(api_key="sk-unused", base_url="http://127.0.0.1:9/v1", max_retries=max_retries)
+
+
+_RETRY_HEADERS = [{}, {"retry-after": "2"}, {"retry-after": "0.25"}, {"retry-after": "0"}, {"retry-after": "-3"},
+                  {"retry-after": "120"}, {"retry-after": "121"}, {"retry-after": "1e400"}, {"retry-after": "inf"},
+                  {"retry-after": "nan"}, {"retry-after": "soon"}, {"retry-after-ms": "1500"},
+                  {"retry-after-ms": "150000"}, {"retry-after-ms": "x", "retry-after": "3"},
+                  {"Retry-After": "Wed, 21 Oct 2015 07:28:30 GMT"},        # 30 s after the frozen clock below
+                  {"retry-after": "Wed, 21 Oct 2015 07:20:00 GMT"},        # in the past
+                  {"x-should-retry": "true"}, {"x-should-retry": "false"},
+                  {"x-should-retry": "true", "retry-after": "500"}]
+_NOW = 1445412480.0   # Wed, 21 Oct 2015 07:28:00 GMT
+
+
+def test_retry_constants_are_the_official_clients():
+    constants = pytest.importorskip("openai._constants")
+    assert (openai_engine.INITIAL_RETRY_DELAY, openai_engine.MAX_RETRY_DELAY, openai_engine.MAX_RETRY_AFTER_DELAY) == (
+        constants.INITIAL_RETRY_DELAY, constants.MAX_RETRY_DELAY, constants.MAX_RETRY_AFTER_DELAY) == (0.5, 8.0, 120)
+
+
+@pytest.mark.parametrize("headers", _RETRY_HEADERS, ids=repr)
+def test_which_statuses_are_retried_is_the_official_clients_choice(headers, monkeypatch):
+    httpx2 = pytest.importorskip("httpx2")
+    client = _official_client()
+    monkeypatch.setattr(time, "time", lambda: _NOW)
+    for status in (400, 401, 403, 404, 408, 409, 413, 422, 429, 500, 502, 503, 504, 529):
+        ours = openai_engine.should_retry(status, _CaseInsensitive(headers))
+        assert ours == client._should_retry(httpx2.Response(status, headers=headers)), (status, headers)
+    assert openai_engine.should_retry(429, {}) and openai_engine.should_retry(503, {})
+    assert not openai_engine.should_retry(400, {}) and not openai_engine.should_retry(404, {})
+
+
+@pytest.mark.parametrize("headers", [None, *_RETRY_HEADERS], ids=repr)
+def test_retry_waits_are_the_official_clients(headers, monkeypatch):
+    httpx2 = pytest.importorskip("httpx2")
+    base_client = pytest.importorskip("openai._base_client")
+    from openai._models import FinalRequestOptions
+
+    monkeypatch.setattr(time, "time", lambda: _NOW)
+    for max_retries in (2, 5, 12):
+        client = _official_client(max_retries)
+        options = FinalRequestOptions.construct(method="post", url="/chat/completions")
+        for retries_taken in range(max_retries):
+            for draw in (0.0, 0.37, 0.999):
+                monkeypatch.setattr(base_client, "random", lambda draw=draw: draw)
+                monkeypatch.setattr(openai_engine.random, "random", lambda draw=draw: draw)
+                theirs = client._calculate_retry_timeout(max_retries - retries_taken, options,
+                                                         None if headers is None else httpx2.Headers(headers))
+                ours = openai_engine.retry_delay(retries_taken, None if headers is None else _CaseInsensitive(headers))
+                assert ours == pytest.approx(theirs), (headers, max_retries, retries_taken, draw)
+    monkeypatch.setattr(openai_engine.random, "random", lambda: 0.0)
+    assert [openai_engine.retry_delay(n) for n in range(6)] == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
+
+
+@pytest.mark.parametrize("status, body", [
+    (400, b'{"error": {"message": "bad prompt", "type": "invalid_request_error"}}'), (401, b'{"error": {"message": "no key"}}'),
+    (403, b"{}"), (404, b'{"message": "no such model"}'), (409, b'{"error": {"message": ""}}'), (422, b"[1, 2]"),
+    (429, b'{"error": {"message": "slow down"}}'), (500, b""), (503, b'{"error": "overloaded"}'), (418, b'{"error": {"message": "teapot"}}')])
+def test_error_rows_name_the_status_and_message_like_the_official_clients_exceptions(status, body):
+    httpx2 = pytest.importorskip("httpx2")
+    error = _official_client()._make_status_error_from_response(
+        httpx2.Response(status, content=body, request=httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")))
+    assert openai_engine.status_error(status, body) == f"{type(error).__name__}: {error}"
+
+
+def test_a_body_that_is_not_json_is_quoted_in_the_error_row():
+    assert openai_engine.status_error(502, b"<html>Bad Gateway</html>" + b"x" * 500) == (
+        "InternalServerError: Error code: 502 - <html>Bad Gateway</html>" + "x" * 176)
+
+
+class _CaseInsensitive(dict):
+    """Response headers as aiohttp gives them: looked up whatever the case."""
+
+    def __init__(self, headers):
+        super().__init__({name.lower(): value for name, value in headers.items()})
+
+    def get(self, name, default=None):
+        return super().get(name.lower(), default)
+
+
+# -- retries against the loopback server ----------------------------------------------------------
+
+def test_the_same_attempts_and_outcomes_as_the_official_client():
+    """The same faults through the official client's own retry loop and through the engine: every
+    prompt gets as many attempts, and ends the same way."""
+    openai = pytest.importorskip("openai")
+    prompts = [f"题{i}" for i in range(8)]
+    faults = [Fault("429", prompt=prompts[0], retry_after=0.1), Fault("500", prompt=prompts[1], times=2),
+              Fault("reset", prompt=prompts[2]), Fault("400", prompt=prompts[3], times=None),
+              Fault("500", prompt=prompts[4], times=None), Fault("429", prompt=prompts[5], retry_after=121),
+              Fault("429", prompt=prompts[6], retry_after_ms=150, times=2)]
+
+    async def official(server: OpenAIServer) -> list[str]:
+        async with openai.AsyncOpenAI(api_key="no-key", base_url=server.base_url, max_retries=2, timeout=5.0,
+                                      http_client=openai.DefaultAioHttpClient()) as client:
+            async def one(prompt: str) -> str:
+                try:
+                    await client.post("/chat/completions", cast_to=object, body={
+                        "model": server.model, "messages": [{"role": "user", "content": prompt}], "max_tokens": 8})
+                except openai.APIError as exc:
+                    return type(exc).__name__
+                return "ok"
+            return list(await asyncio.gather(*(one(p) for p in prompts)))
+
+    with OpenAIServer(faults=faults) as server:
+        expected = asyncio.run(official(server))
+        attempts = dict(server.attempts)
+        server.reset_counters()
+        calls = Counter()
+        completions = _engine(server, max_retries=2, concurrency=8).generate(
+            [_request(p, max_tokens=8) for p in prompts], on_result=lambda index, _: calls.update([index]))
+        assert dict(server.attempts) == attempts == {prompts[0]: 2, prompts[1]: 3, prompts[2]: 2, prompts[3]: 1,
+                                                     prompts[4]: 3, prompts[5]: 1, prompts[6]: 3, prompts[7]: 1}
+        assert calls == Counter(range(len(prompts)))                       # one answer per request, no more
+        assert all(server.successes[p] == (outcome == "ok") for p, outcome in zip(prompts, expected))
+    assert [c.error.split(":")[0] if c.error else "ok" for c in completions] == expected == [
+        "ok", "ok", "ok", "BadRequestError", "InternalServerError", "RateLimitError", "ok", "ok"]
+
+
+def test_a_bad_request_is_not_retried_and_its_row_has_the_status_and_message():
+    with OpenAIServer(faults=[Fault("400", prompt="坏", times=None)]) as server:
+        bad, good = _engine(server, max_retries=5).generate([_request("坏"), _request("好")])
+        assert server.attempts["坏"] == 1 and server.successes["好"] == 1
+    assert bad.text is None and bad.error == "BadRequestError: Error code: 400 - injected bad request"
+    assert good.error is None and good.text == "echo:好"
+
+
+def test_max_retries_bounds_the_attempts_and_the_waits_follow_the_backoff():
+    with OpenAIServer(faults=[Fault("500", prompt="总错", times=None), Fault("500", prompt="一次", times=None)]) as server:
+        [failed] = _engine(server, max_retries=3).generate([_request("总错")])
+        [once] = _engine(server, max_retries=0).generate([_request("一次")])
+        times = server.attempt_times["总错"]
+        assert len(times) == 4 and server.attempts["一次"] == 1            # 1 try + max_retries
+    gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+    for gap, backoff in zip(gaps, (0.5, 1.0, 2.0)):                          # 0.5 * 2**n, less 0-25% jitter
+        assert 0.75 * backoff <= gap <= backoff + 0.3, gaps
+    assert failed.error == once.error == "InternalServerError: Error code: 500 - injected server error"
+    assert failed.latency_s >= sum(gaps)
+
+
+def test_retry_after_ms_is_honoured_before_retry_after():
+    with OpenAIServer(faults=[Fault("429", prompt="等", retry_after=5, retry_after_ms=1200)]) as server:
+        [completion] = _engine(server).generate([_request("等")])
+        first, second = server.attempt_times["等"]
+    assert completion.error is None and 1.2 <= second - first < 2.0
+
+
+def test_timeouts_and_dropped_connections_are_retried_then_become_rows():
+    faults = [Fault("timeout", prompt="挂", times=None, hang_s=1.5), Fault("reset", prompt="断", times=None)]
+    with OpenAIServer(faults=faults) as server:
+        hung, dropped, fine = _engine(server, timeout_s=0.3, max_retries=1).generate(
+            [_request("挂"), _request("断"), _request("好")])
+        assert server.attempts["挂"] == server.attempts["断"] == 2 and server.successes["好"] == 1
+        assert not server.successes["挂"] and not server.successes["断"]
+    assert hung.error.startswith("APITimeoutError: Request timed out. (") and 0.8 < hung.latency_s < 2.0
+    assert dropped.error.startswith("APIConnectionError: Connection error. (") and fine.text == "echo:好"
+
+
+def test_no_budget_is_left_out_of_a_chat_and_sent_as_null_to_completions():
+    """max_tokens None: chat completions default to the context, so the field is left out;
+    completions default to 16 tokens when it is left out, so it is sent as null."""
+    request = _request("无限", max_tokens=None)
+    with OpenAIServer() as server:
+        [chat] = _engine(server, chat=True).generate([request])
+        chat_body = dict(server.last_body["无限"])
+        [completion] = _engine(server, chat=False).generate([request])
+        completion_body = server.last_body["无限"]
+    assert "max_completion_tokens" not in chat_body and "max_tokens" not in chat_body
+    assert "max_tokens" in completion_body and completion_body["max_tokens"] is None
+    assert chat.text == completion.text == "echo:无限"
+    assert OpenAIEngine(model="m", chat=False).body(_request("x", max_tokens=7))["max_tokens"] == 7
+
+
+def test_the_key_is_sent_but_never_in_an_error_row(monkeypatch):
+    monkeypatch.setenv("WENHENG_TEST_KEY", "sk-secret-456")
+    faults = [Fault("400", prompt="a"), Fault("reset", prompt="b", times=None), Fault("500", prompt="c", times=None)]
+    with OpenAIServer(faults=faults) as server:
+        completions = _engine(server, api_key_env="WENHENG_TEST_KEY", max_retries=0).generate(
+            [_request(p) for p in "abc"])
+        assert server.authorization == {"Bearer sk-secret-456"}
+    unreachable = OpenAIEngine(model="m", base_url="http://127.0.0.1:9/v1", api_key_env="WENHENG_TEST_KEY",
+                               max_retries=0).generate([_request("d")])
+    errors = [c.error for c in completions + unreachable]
+    assert all(errors) and not any("sk-secret" in e for e in errors)
+
+
+def test_max_retries_must_be_a_count():
+    with pytest.raises(ValueError, match="max_retries"):
+        OpenAIEngine(model="m", max_retries=-1)

@@ -1,8 +1,18 @@
 """Any OpenAI-compatible server (OpenAI, `vllm serve`, other hosted APIs) behind the Engine interface.
 
-Requests go out concurrently (at most `concurrency` in flight, retries included) through the
-official async client, which retries 429, 5xx, timeouts and dropped connections with exponential
-backoff and honours Retry-After. A call that still fails becomes an error row, never an exception.
+Requests go out concurrently (at most `concurrency` in flight, retries included) as plain JSON
+POSTs over one aiohttp session. The official `openai` client's retry policy is reproduced as is
+(`should_retry`, `retry_delay`, `retry_after_s` below, each citing the client code it copies):
+429, 408, 409 and 5xx, timeouts and dropped connections are retried up to `max_retries` times with
+exponential backoff and jitter, honouring Retry-After; everything else fails at once. A call that
+still fails becomes an error row (the client's exception name, the status and the server's
+message), never an exception. tests/test_openai_engine.py holds the policy to the installed
+client's own code.
+
+Why not the client itself: its generic request path costs about 0.8 ms of CPU per call (option
+models, header building, an httpx request wrapped around the aiohttp one, response wrappers), which
+capped wenheng at ~0.7 of concurrency/latency and at a third of lm-evaluation-harness's calls/s on
+the same endpoint (benchmarks/openai_path.py); this path costs about a quarter of that.
 
 `generate` is plain sync code: it runs its own event loop (in a worker thread when the caller is
 already inside one), and calls `on_result` in the caller's thread as each answer arrives."""
@@ -10,18 +20,104 @@ already inside one), and calls `on_result` in the caller's thread as each answer
 from __future__ import annotations
 
 import asyncio
+import email.utils
+import json
+import math
 import os
 import queue
+import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipeline.engines import Completion, Request
 from pipeline.engines.vllm_engine import plain_prompt
 
-# A placeholder key for servers that check none (a local `vllm serve`); the client insists on one.
+# A placeholder key for servers that check none (a local `vllm serve`), sent as the client sends it.
 _NO_KEY = "no-key"
+
+# The official client's retry constants (openai/_constants.py, the same from openai 1.x to 3.x):
+INITIAL_RETRY_DELAY = 0.5          # seconds before the first retry, doubled for each one after
+MAX_RETRY_DELAY = 8.0              # the backoff's cap
+MAX_RETRY_AFTER_DELAY = 2 * 60     # a server's Retry-After is honoured up to this; beyond it, no retry
+
+# The client's exception names for failed statuses (OpenAI._make_status_error in openai/_client.py).
+_STATUS_ERRORS = {400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                  404: "NotFoundError", 409: "ConflictError", 422: "UnprocessableEntityError",
+                  429: "RateLimitError"}
+
+
+def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
+    """The server's requested wait in seconds, or None: `retry-after-ms` first, then `retry-after`
+    as seconds (floats allowed) or as an HTTP date. BaseClient._parse_retry_after_header."""
+    if headers is None:
+        return None
+    for header, divisor in (("retry-after-ms", 1000), ("retry-after", 1)):
+        value = headers.get(header)
+        if value is None:
+            continue
+        try:
+            delay = float(value)
+        except ValueError:
+            continue
+        if delay == math.inf and value.strip().lower() not in ("inf", "+inf", "infinity", "+infinity"):
+            return MAX_RETRY_AFTER_DELAY + 1   # an overflowing number: too long, not malformed
+        return delay / divisor
+    try:
+        date = email.utils.parsedate_tz(headers.get("retry-after"))
+        if date is None:
+            return None
+        moment = email.utils.mktime_tz(date)
+    except (TypeError, ValueError, OverflowError, OSError):
+        return None
+    return float(moment - time.time())
+
+
+def should_retry(status: int, headers: Mapping[str, str]) -> bool:
+    """Whether a failed status is worth another try. BaseClient._should_retry: never when the
+    server asks for more than MAX_RETRY_AFTER_DELAY; then `x-should-retry: true|false` decides;
+    else 408 (request timeout), 409 (lock timeout), 429 (rate limit) and every 5xx."""
+    wait = retry_after_s(headers)
+    if wait is not None and math.isfinite(wait) and wait > MAX_RETRY_AFTER_DELAY:
+        return False
+    verdict = headers.get("x-should-retry")
+    if verdict == "true":
+        return True
+    if verdict == "false":
+        return False
+    return status in (408, 409, 429) or status >= 500
+
+
+def retry_delay(retries_taken: int, headers: Mapping[str, str] | None = None) -> float:
+    """Seconds to wait before retry number `retries_taken + 1`. BaseClient._calculate_retry_timeout:
+    the server's Retry-After when it is in (0, MAX_RETRY_AFTER_DELAY]; else
+    min(INITIAL_RETRY_DELAY * 2 ** retries_taken, MAX_RETRY_DELAY), less a random 0-25%."""
+    wait = retry_after_s(headers)
+    if wait is not None and math.isfinite(wait) and 0 < wait <= MAX_RETRY_AFTER_DELAY:
+        return wait
+    backoff = min(INITIAL_RETRY_DELAY * pow(2.0, min(retries_taken, 1000)), MAX_RETRY_DELAY)
+    return max(backoff * (1 - 0.25 * random.random()), 0.0)
+
+
+def status_error(status: int, body: bytes) -> str:
+    """The error row for a failed status: the client's exception name and message
+    (BaseClient._make_status_error_from_response: "Error code: N - <the error's message>"); a
+    body that is not JSON (a proxy's HTML page) is quoted, cut to 200 characters."""
+    name = _STATUS_ERRORS.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
+    text = body.decode("utf-8", "replace").strip()
+    message = f"Error code: {status}"
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        if text:
+            message += f" - {text[:200]}"
+    else:
+        error = payload.get("error", payload) if isinstance(payload, Mapping) else None
+        detail = error.get("message") if isinstance(error, Mapping) else None
+        if isinstance(detail, str) and detail:
+            message += f" - {detail}"
+    return f"{name}: {message}"
 
 
 class OpenAIEngine:
@@ -31,10 +127,14 @@ class OpenAIEngine:
                  seed: int | None = None, extra_body: dict[str, Any] | None = None):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f"max_retries must be a non-negative integer, got {max_retries!r}")
         self.model = model                      # the name the server serves the model under
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env          # the variable's name; the key itself is never kept
         self.chat, self.concurrency = chat, concurrency
+        # Per attempt, like the client's: connecting (with waiting for a pooled connection), and
+        # each wait for data while reading; not the whole call, which has no overall limit.
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.seed = seed
         self.extra_body = dict(extra_body or {})
@@ -55,6 +155,26 @@ class OpenAIEngine:
             raise RuntimeError(f"environment variable {self.api_key_env} (api_key_env of model {self.model!r}) "
                                "is not set; set it, or set api_key_env: null for a server that needs no key")
         return key
+
+    def body(self, request: Request) -> dict[str, Any]:
+        """The JSON sent for one request."""
+        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
+        if self.chat:
+            body["messages"] = list(request.messages)
+            # max_completion_tokens: OpenAI's newer models reject max_tokens; vLLM takes both. No
+            # budget: left out, which both read as "up to the context".
+            if request.max_tokens is not None:
+                body["max_completion_tokens"] = request.max_tokens
+        else:
+            # Completions default to 16 tokens when max_tokens is left out (OpenAI and vLLM alike):
+            # no budget is an explicit null, which vLLM reads as "up to the context".
+            body.update(prompt=plain_prompt(request.messages), max_tokens=request.max_tokens)
+        if self.seed is not None:
+            body["seed"] = self.seed
+        body.update(self.extra_body)
+        if request.constrain_to:  # a constrained-choice protocol setting
+            body["structured_outputs"] = {"choice": list(request.constrain_to)}  # vLLM >= 0.12 server form
+        return body
 
     def generate(self, requests: Sequence[Request],
                  on_result: Callable[[int, Completion], None] | None = None) -> list[Completion]:
@@ -105,66 +225,94 @@ class OpenAIEngine:
     async def _send_all(self, requests: Sequence[Request], record) -> None:
         """Every request gets exactly one `record(index, completion)`; if `record` raises, the
         remaining calls are cancelled and the exception propagates."""
-        from openai import AsyncOpenAI
+        import aiohttp
 
         try:
-            client = AsyncOpenAI(api_key=self._api_key(), base_url=self.base_url, timeout=self.timeout_s,
-                                 max_retries=self.max_retries, http_client=_http_client())
+            session = self._session(aiohttp)
         except Exception as exc:  # noqa: BLE001 - e.g. the key vanished after load(): error rows, as promised
             for index in range(len(requests)):
                 record(index, Completion(text=None, error=_describe(exc)))
             return
-        gate = asyncio.Semaphore(self.concurrency)
+        url = self.base_url + ("/chat/completions" if self.chat else "/completions")
+        pending = iter(enumerate(requests))
 
-        async def one(index: int, request: Request) -> None:
-            async with gate:
-                # Recorded while still holding the slot: at most `concurrency` answers are ever
-                # received but not yet stored, so a kill loses at most that many.
-                record(index, await self._call(client, request))
+        async def worker() -> None:
+            # `concurrency` workers take the requests in order: a slot is held from the first
+            # attempt to the answer being recorded, retry waits included, so at most `concurrency`
+            # answers are ever received but not yet stored (a kill loses at most that many).
+            for index, request in pending:
+                record(index, await self._call(session, url, request))
 
-        async with client:
-            tasks = [asyncio.ensure_future(one(index, request)) for index, request in enumerate(requests)]
+        async with session:
+            workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(requests)))]
             try:
-                await asyncio.gather(*tasks)
+                await asyncio.gather(*workers)
             except BaseException:
-                for task in tasks:
+                for task in workers:
                     task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await asyncio.gather(*workers, return_exceptions=True)
                 raise
 
-    async def _call(self, client, request: Request) -> Completion:
-        body: dict[str, Any] = {"model": self.model, "temperature": request.temperature}
-        if self.chat:
-            # max_completion_tokens: OpenAI's newer models reject max_tokens; vLLM takes both.
-            body.update(messages=list(request.messages), max_completion_tokens=request.max_tokens)
-        else:
-            body.update(prompt=plain_prompt(request.messages), max_tokens=request.max_tokens)
-        if self.seed is not None:
-            body["seed"] = self.seed
-        body.update(self.extra_body)
-        if request.constrain_to:  # a constrained-choice protocol setting
-            body["structured_outputs"] = {"choice": list(request.constrain_to)}  # vLLM >= 0.12 server form
+    def _session(self, aiohttp):
+        # The client's aiohttp transport maps its timeout the same way (openai/_vendor/httpx_aiohttp):
+        # connect = waiting for a pooled connection, sock_connect = connecting, sock_read = each read.
+        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout_s, sock_connect=self.timeout_s,
+                                        sock_read=self.timeout_s)
+        headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json",
+                   "Accept": "application/json", "User-Agent": "wenheng"}
+        connector = aiohttp.TCPConnector(limit=self.concurrency, ssl=_ssl_context(self.base_url))
+        return aiohttp.ClientSession(connector=connector, timeout=timeout, headers=headers,
+                                     cookie_jar=aiohttp.DummyCookieJar())
+
+    async def _call(self, session, url: str, request: Request) -> Completion:
+        """One request to its answer or its error row, retrying as the official client does
+        (AsyncAPIClient.request in openai/_base_client.py)."""
+        import aiohttp
+
+        data = json.dumps(self.body(request), ensure_ascii=False, separators=(",", ":")).encode()
         started = time.perf_counter()
-        try:
-            # The client's generic `post` with the request's JSON as is, rather than the typed
-            # `create`: the same retries, Retry-After, timeouts and errors, at about two thirds of
-            # the CPU per call (benchmarks/openai_path.py), which bounds calls/s at high concurrency.
-            response = await client.post("/chat/completions" if self.chat else "/completions",
-                                         body=body, cast_to=object)
-            choice = response["choices"][0]
-            text = choice["message"]["content"] if self.chat else choice["text"]
-            usage = response.get("usage") or {}
-        except Exception as exc:  # noqa: BLE001 - retries exhausted, not retryable, or malformed: an error row
-            return Completion(text=None, error=_describe(exc), latency_s=time.perf_counter() - started)
+        retries_taken = 0
+        while True:
+            try:
+                async with session.post(url, data=data) as response:
+                    status, headers = response.status, response.headers
+                    raw = await response.read()
+            except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError) as exc:
+                # Timeouts and transport failures: retried, with backoff (no Retry-After to honour).
+                if retries_taken < self.max_retries:
+                    await asyncio.sleep(retry_delay(retries_taken))
+                    retries_taken += 1
+                    continue
+                kind = ("APITimeoutError: Request timed out." if isinstance(exc, TimeoutError)
+                        else "APIConnectionError: Connection error.")
+                return Completion(text=None, error=f"{kind} ({_describe(exc)})",
+                                  latency_s=time.perf_counter() - started)
+            except Exception as exc:  # noqa: BLE001 - e.g. a malformed response: not retried, an error row
+                return Completion(text=None, error=_describe(exc), latency_s=time.perf_counter() - started)
+            if 200 <= status < 300:
+                break
+            if retries_taken < self.max_retries and should_retry(status, headers):
+                await asyncio.sleep(retry_delay(retries_taken, headers))
+                retries_taken += 1
+                continue
+            return Completion(text=None, error=status_error(status, raw), latency_s=time.perf_counter() - started)
         # latency_s covers the whole call, retry waits included.
-        return Completion(text=text or "", finish_reason=choice.get("finish_reason"),
-                          tokens_in=usage.get("prompt_tokens"), tokens_out=usage.get("completion_tokens"),
-                          latency_s=time.perf_counter() - started)
+        try:
+            answer = json.loads(raw)
+            choice = answer["choices"][0]
+            text = choice["message"]["content"] if self.chat else choice["text"]
+            usage = answer.get("usage") or {}
+            return Completion(text=text or "", finish_reason=choice.get("finish_reason"),
+                              tokens_in=usage.get("prompt_tokens"), tokens_out=usage.get("completion_tokens"),
+                              latency_s=time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001 - a 2xx that is not a completion: an error row
+            return Completion(text=None, error=f"APIResponseValidationError: {_describe(exc)}",
+                              latency_s=time.perf_counter() - started)
 
 
 def _describe(exc: BaseException) -> str:
-    """`Type: message`, plus the root cause when it says more (the client reports a refused
-    connection as a bare "Connection error." or "Request timed out.")."""
+    """`Type: message`, plus the root cause when it says more. Only str() of exceptions: the
+    repr of some (aiohttp's request info) would show the request's headers, the key among them."""
     text = f"{type(exc).__name__}: {exc}"
     root = exc
     while root.__cause__ is not None:
@@ -174,13 +322,15 @@ def _describe(exc: BaseException) -> str:
     return text
 
 
-def _http_client():
-    """The client's aiohttp transport when aiohttp is installed (the openai[aiohttp] extra): it costs
-    about 40% less CPU per call than the default httpx transport under concurrency (see
-    benchmarks/openai_path.py). None means the client's default."""
-    from openai import DefaultAioHttpClient
+def _ssl_context(base_url: str):
+    """For https: verified against certifi's roots when installed (as the official client does),
+    else the system's. None (aiohttp's default) for plain http."""
+    if not base_url.startswith("https:"):
+        return None
+    import ssl
 
     try:
-        return DefaultAioHttpClient()
-    except RuntimeError:  # aiohttp missing
-        return None
+        import certifi
+    except ImportError:
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())

@@ -1,9 +1,9 @@
 """A loopback OpenAI-compatible server for tests and benchmarks.
 
 It answers /v1/chat/completions, /v1/completions and /v1/models deterministically (the answer is
-a function of the prompt), can add latency and inject faults (429 with Retry-After, 500, a hang
-past the client's timeout, a connection reset), and counts what arrived: attempts and successful
-completions per prompt, requests in flight.
+a function of the prompt), can add latency and inject faults (429 with Retry-After or
+retry-after-ms, 500, 400, a hang past the client's timeout, a connection reset), and counts what
+arrived: attempts and successful completions per prompt, requests in flight.
 
 A success is counted only when the client is still connected as the answer is written, so a
 client that timed out, or was killed, never shows up as served.
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
-KINDS = ("429", "500", "timeout", "reset")
+KINDS = ("429", "500", "400", "timeout", "reset")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class Fault:
     times: int | None = 1
     requests: frozenset[int] | None = None
     retry_after: float | None = None   # 429: the Retry-After header, in seconds
+    retry_after_ms: float | None = None  # 429: the retry-after-ms header
     hang_s: float = 5.0                # timeout: how long to hold the request before dropping it
 
     def __post_init__(self):
@@ -257,9 +258,13 @@ class _Handler(BaseHTTPRequestHandler):
     def _fail(self, fault: Fault) -> None:
         if fault.kind == "429":
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
+            if fault.retry_after_ms is not None:
+                headers["retry-after-ms"] = f"{fault.retry_after_ms:g}"
             self._error(429, "rate limited", headers)
         elif fault.kind == "500":
             self._error(500, "injected server error")
+        elif fault.kind == "400":
+            self._error(400, "injected bad request")
         elif fault.kind == "timeout":
             time.sleep(fault.hang_s)   # past the client's timeout; then drop the connection unanswered
             self.close_connection = True
