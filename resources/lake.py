@@ -1,45 +1,98 @@
 """Parquet IO manager: each asset is one parquet file under the lake dir; a partition of a
 benchmark x model asset is `<asset>/<benchmark>/<model>.parquet`. The warehouse reads the same
-files with DuckDB, so nothing is stored twice."""
+files with DuckDB, so nothing is stored twice.
+
+Every file is written with its table's declared Arrow schema (pipeline/schema.py), never with the
+types pandas would infer: an empty or all-null column stays `string`, `int64`, ... instead of
+Arrow `null` (which DuckDB reads as type "NULL").
+
+Built on Dagster's UPathIOManager, which already lays a multi-partition out as one directory per
+dimension in dimension-name order (`benchmark/model`) and loads one or many upstream partitions;
+this class adds the schema, atomic writes and the row count."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import uuid
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
+from upath import UPath
 
-from pipeline import paths
+from pipeline import paths, schema
+
+# Lake asset -> the Arrow schema its files are written with.
+LAKE_SCHEMAS: dict[str, pa.Schema] = {
+    "items": schema.ITEMS,
+    "quarantine": schema.QUARANTINE,
+    "corrections_audit": schema.CORRECTIONS_AUDIT,
+    "dedup_clusters": schema.DEDUP_CLUSTERS,
+    "contamination": schema.CONTAMINATION,
+    "item_variants": schema.ITEM_VARIANTS,
+    "prompts": schema.PROMPTS,
+    "responses": schema.RESPONSES,
+    "judgements": schema.JUDGEMENTS,
+    "scores": schema.SCORES,
+    "judge_reliability": schema.JUDGE_RELIABILITY,
+}
+RAW_PREFIX = "raw_"   # every raw_<benchmark> asset holds schema.RAW_ROWS
 
 
-class ParquetLakeIOManager(dg.ConfigurableIOManager):
-    """Files live under data/lake (or WENHENG_LAKE), where the warehouse build reads them."""
+def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
+    name = asset_key.path[-1]
+    if name in LAKE_SCHEMAS:
+        return LAKE_SCHEMAS[name]
+    if name.startswith(RAW_PREFIX):
+        return schema.RAW_ROWS
+    raise KeyError(f"asset {asset_key.to_user_string()} has no lake schema: add it to LAKE_SCHEMAS "
+                   "(resources/lake.py)")
 
-    def _root(self) -> Path:
-        return paths.lake_dir()
 
-    def _path(self, asset_key: dg.AssetKey, partition_key: str | None) -> Path:
-        name = "/".join(asset_key.path)
-        if partition_key is None:
-            return self._root() / f"{name}.parquet"
-        parts = partition_key.split("|")   # multi-partition keys: "benchmark|model"
-        return self._root() / name / Path(*parts[:-1]) / f"{parts[-1]}.parquet"
+def to_arrow(frame: pd.DataFrame, table_schema: pa.Schema) -> pa.Table:
+    """A frame -> an Arrow table with exactly `table_schema`; a missing or extra column is an error
+    (pyarrow would silently drop an extra one)."""
+    missing = [n for n in table_schema.names if n not in frame.columns]
+    extra = [c for c in frame.columns if c not in table_schema.names]
+    if missing or extra:
+        raise ValueError(f"frame does not match its schema: missing {missing}, not in schema {extra}")
+    return pa.Table.from_pandas(frame, schema=table_schema, preserve_index=False)
 
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame) -> None:
+
+class ParquetLake(dg.UPathIOManager):
+    extension = ".parquet"
+
+    def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame | None, path: UPath) -> None:
         if obj is None:
             return
-        key = context.asset_partition_key if context.has_asset_partitions else None
-        path = self._path(context.asset_key, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        obj.to_parquet(tmp, index=False)
-        tmp.replace(path)   # atomic: a crash never leaves a half-written file behind
-        context.add_output_metadata({"rows": len(obj), "path": dg.MetadataValue.path(str(path))})
+        table = to_arrow(obj, lake_schema(context.asset_key))
+        # Written beside the target under a name no other writer uses (and the warehouse's
+        # `*.parquet` globs skip), then renamed over it: a crash never leaves a half-written file.
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+        try:
+            with tmp.open("wb") as f:
+                pq.write_table(table, f)
+            tmp.replace(path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
-    def load_input(self, context: dg.InputContext) -> pd.DataFrame:
-        key = context.asset_partition_key if context.has_asset_partitions else None
-        path = self._path(context.asset_key, key)
+    def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: materialize {context.asset_key.to_user_string()} first")
         return pq.read_table(path).to_pandas()
+
+    def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> dict[str, dg.MetadataValue]:
+        if obj is None:
+            return {}
+        columns = [dg.TableColumn(f.name, str(f.type)) for f in lake_schema(context.asset_key)]
+        return {"rows": dg.MetadataValue.int(len(obj)),
+                "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns))}
+
+
+class ParquetLakeIOManager(dg.ConfigurableIOManagerFactory):
+    """Files live under data/lake (or WENHENG_LAKE), where the warehouse build reads them."""
+
+    def create_io_manager(self, context: dg.InitResourceContext) -> ParquetLake:
+        return ParquetLake(base_path=UPath(paths.lake_dir()))

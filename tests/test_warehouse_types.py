@@ -1,0 +1,133 @@
+"""Lake files keep their declared Arrow schema and warehouse columns their declared types, even
+where a column holds no value at all (an empty quarantine, a response without error)."""
+
+from __future__ import annotations
+
+import shutil
+
+import dagster as dg
+import duckdb
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from conftest import ROOT, write_yaml
+
+from pipeline import benchmarks, paths, schema
+from pipeline.runner import run_pipeline
+from pipeline.warehouse import BASE_TABLES, build
+from resources.lake import lake_schema, to_arrow
+
+BASELINES = """
+models:
+  random: {engine: baseline, strategy: random, seed: 0}
+  oracle: {engine: baseline, strategy: oracle}
+"""
+# Every base table of the warehouse, with the schema pipeline/schema.py declares for it.
+DECLARED = {
+    "items": schema.ITEMS, "quarantine": schema.QUARANTINE, "corrections_audit": schema.CORRECTIONS_AUDIT,
+    "item_variants": schema.ITEM_VARIANTS, "dedup_clusters": schema.DEDUP_CLUSTERS,
+    "contamination": schema.CONTAMINATION, "prompts": schema.PROMPTS, "responses": schema.RESPONSES,
+    "scores": schema.SCORES,
+}
+DUCKDB_TYPES = {
+    pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]", pa.int64(): "BIGINT", pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMP WITH TIME ZONE",
+}
+
+
+def duckdb_columns(table_schema: pa.Schema) -> list[tuple[str, str]]:
+    return [(f.name, DUCKDB_TYPES[f.type]) for f in table_schema]
+
+
+def arrow_columns(table_schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+    return [(f.name, f.type) for f in table_schema]
+
+
+@pytest.fixture(scope="module")
+def baseline_run(tmp_path_factory):
+    """One baseline run on the samples for the whole module (the `workdir` layout, module-scoped)."""
+    tmp = tmp_path_factory.mktemp("warehouse_types")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
+                          ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
+            mp.setenv(name, str(tmp / sub))
+        (tmp / "dagster_home").mkdir()
+        shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", tmp / "dagster_home" / "dagster.yaml")
+        mp.setenv("WENHENG_MODELS", str(write_yaml(tmp / "models.yaml", BASELINES)))
+        mp.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+        assert run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lambda _: None).ok
+    con = duckdb.connect(str(tmp / "warehouse.duckdb"), read_only=True)
+    yield tmp, con
+    con.close()
+
+
+def test_every_base_table_is_declared_in_the_schema_module():
+    assert {t: s for t, (_, s) in BASE_TABLES.items()} == DECLARED
+    assert {t: lake_schema(dg.AssetKey(t)) for t in DECLARED} == DECLARED
+    assert set(DUCKDB_TYPES) >= {f.type for s in DECLARED.values() for f in s}
+
+
+def test_lake_files_keep_the_declared_schema(baseline_run):
+    lake = baseline_run[0] / "lake"
+    files = sorted(lake.rglob("*.parquet"))
+    assert {f.relative_to(lake).parts[0].removesuffix(".parquet") for f in files} == {
+        *DECLARED, *(f"raw_{b}" for b in benchmarks.names())}
+    for f in files:
+        asset = f.relative_to(lake).parts[0].removesuffix(".parquet")
+        assert arrow_columns(pq.read_schema(f)) == arrow_columns(lake_schema(dg.AssetKey(asset))), f
+    assert not [p for p in lake.rglob("*") if p.is_file() and p.suffix != ".parquet"]   # no temp file left
+
+
+def test_warehouse_columns_have_the_declared_types(baseline_run):
+    _, con = baseline_run
+    for table, table_schema in DECLARED.items():
+        columns = con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ?"
+                              " ORDER BY ordinal_position", [table]).fetchall()
+        assert columns == duckdb_columns(table_schema), table
+
+
+def test_no_column_is_null_typed(baseline_run):
+    _, con = baseline_run
+    # The baseline engines never fail, so `error` has no value at all: the case that used to turn "NULL".
+    assert con.execute("SELECT count(*) > 0 AND count(error) = 0 FROM responses").fetchone()[0]
+    untyped = con.execute("""SELECT table_name, column_name FROM information_schema.columns
+        WHERE data_type IN ('"NULL"', 'NULL')""").fetchall()
+    assert untyped == []
+
+
+def test_the_warehouse_types_columns_of_untyped_lake_files(workdir):
+    """A lake file written before the IO manager kept the schema (all-null columns typed `null`, an
+    undeclared column, a declared one missing) still publishes exactly the declared columns."""
+    lake = workdir / "lake"
+    lake.mkdir()
+    pd.DataFrame({"benchmark": [None], "source_file": [None], "source_locator": [None], "reason": [None],
+                  "extra": [1]}).to_parquet(lake / "quarantine.parquet", index=False)
+    assert pq.read_schema(lake / "quarantine.parquet").field("reason").type == pa.null()
+    counts = build(workdir / "warehouse.duckdb", lake, paths.SQL_DIR)
+    assert counts["quarantine"] == 1
+    con = duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True)
+    try:
+        columns = con.execute("SELECT column_name, data_type FROM information_schema.columns"
+                              " WHERE table_name = 'quarantine' ORDER BY ordinal_position").fetchall()
+    finally:
+        con.close()
+    assert columns == duckdb_columns(schema.QUARANTINE)
+
+
+def test_a_frame_that_does_not_match_its_schema_is_not_written():
+    frame = schema.to_frame([], schema.QUARANTINE)
+    assert to_arrow(frame, schema.QUARANTINE).schema.remove_metadata() == schema.QUARANTINE
+    with pytest.raises(ValueError, match="not in schema"):
+        to_arrow(frame.assign(extra=[]), schema.QUARANTINE)
+    with pytest.raises(ValueError, match="missing"):
+        to_arrow(frame.drop(columns=["raw"]), schema.QUARANTINE)
+
+
+def test_every_lake_asset_has_a_schema():
+    from pipeline.definitions import defs
+
+    for assets_def in defs.resolve_asset_graph().assets_defs:
+        for key in assets_def.keys:
+            if assets_def.get_io_manager_key_for_asset_key(key) == "lake":
+                assert lake_schema(key) is not None
