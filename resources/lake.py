@@ -23,31 +23,20 @@ from upath import UPath
 
 from pipeline import paths, schema
 
-# Lake asset -> the Arrow schema its files are written with.
-LAKE_SCHEMAS: dict[str, pa.Schema] = {
-    "items": schema.ITEMS,
-    "quarantine": schema.QUARANTINE,
-    "corrections_audit": schema.CORRECTIONS_AUDIT,
-    "dedup_clusters": schema.DEDUP_CLUSTERS,
-    "contamination": schema.CONTAMINATION,
-    "item_variants": schema.ITEM_VARIANTS,
-    "prompts": schema.PROMPTS,
-    "responses": schema.RESPONSES,
-    "judgements": schema.JUDGEMENTS,
-    "scores": schema.SCORES,
-    "judge_reliability": schema.JUDGE_RELIABILITY,
-}
 RAW_PREFIX = "raw_"   # every raw_<benchmark> asset holds schema.RAW_ROWS
 
 
 def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
+    """The Arrow schema an asset's lake files are written with: the table of the same name in
+    pipeline/schema.py (items -> ITEMS, corrections_audit -> CORRECTIONS_AUDIT, ...)."""
     name = asset_key.path[-1]
-    if name in LAKE_SCHEMAS:
-        return LAKE_SCHEMAS[name]
     if name.startswith(RAW_PREFIX):
         return schema.RAW_ROWS
-    raise KeyError(f"asset {asset_key.to_user_string()} has no lake schema: add it to LAKE_SCHEMAS "
-                   "(resources/lake.py)")
+    declared = getattr(schema, name.upper(), None)
+    if not isinstance(declared, pa.Schema):
+        raise KeyError(f"asset {asset_key.to_user_string()} has no lake schema: pipeline/schema.py must "
+                       f"define {name.upper()} (a pyarrow schema)")
+    return declared
 
 
 def to_arrow(frame: pd.DataFrame, table_schema: pa.Schema) -> pa.Table:
