@@ -6,6 +6,7 @@ import dagster as dg
 from pipeline import benchmarks, schema
 from pipeline.config import load_sources
 from pipeline.sources.ingest import parse_source
+from pipeline.sources.reading import rows_accounted
 from resources.engines import SourcesResource
 
 
@@ -16,7 +17,8 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
         description=f"{benchmark}: the configured source files parsed row by row; unreadable rows kept "
                     "with file, locator and reason.",
         check_specs=[dg.AssetCheckSpec("rows_reconcile", asset=f"raw_{benchmark}",
-                                       description="raw rows = items + quarantined, per file")],
+                                       description="raw rows = items (with the rows merged into them) "
+                                                   "+ quarantined, per file")],
     )
     def raw(context: dg.AssetExecutionContext, sources: SourcesResource):
         specs = load_sources(sources.path())
@@ -27,10 +29,11 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
             return
         result = parse_source(specs[benchmark])
         frame = schema.to_frame(result.rows(), schema.RAW_ROWS)
-        per_file = frame.groupby("source_file").size().to_dict()
+        per_file = rows_accounted(schema.records(frame))
         mismatched = {f: (n, per_file.get(f, 0)) for f, n in result.raw_counts.items() if per_file.get(f, 0) != n}
         yield dg.Output(frame, metadata={
             "items": len(result.items), "quarantined": len(result.quarantine),
+            "rows merged into items": sum(per_file.values()) - len(frame),
             "files": len(result.raw_counts), "source_version": specs[benchmark].version,
         }, data_version=dg.DataVersion(schema.stable_hash(frame.astype(str).values.tolist())))
         yield dg.AssetCheckResult(

@@ -77,6 +77,15 @@ def test_reading_comprehension(items):
     assert irc["question"] == "守株待兔" and irc["answer"] == "C" and irc["context"].startswith("宋人有耕者")
 
 
+def test_sample_options_are_clean_and_translations_single(items):
+    """The samples are evaluated in full: no option is flagged for data quality, no WYWMT sentence
+    has a second translation (tests/test_wyweb_quality.py covers both)."""
+    checked = [i for i in items.values() if i["task"] in ("wywrc", "irc")]
+    assert checked and all(i["metadata"]["quality_flags"] == [] for i in checked)
+    assert all(i["references"] == [] and "merged_rows" not in i["metadata"]
+               for i in items.values() if i["task"] == "wywmt")
+
+
 def test_gjc_accepts_text_then_label(tmp_path):
     (tmp_path / "gjc").mkdir()
     (tmp_path / "gjc" / "dev.tsv").write_text("高祖，沛丰邑中阳里人。\t史藏\n", encoding="utf-8")

@@ -3,9 +3,11 @@ adapter turns its benchmark's own files into item rows (pipeline.schema.ITEMS, b
 plus quarantine rows for what it could not read.
 
 Every raw row ends up in exactly one of the two lists; `raw_counts` says how many rows each file
-had, so a reconciliation check can prove that nothing was lost. A file that cannot be read at all
-(not UTF-8, broken JSON, an adapter bug) counts as one raw row and becomes one quarantine row, so
-one bad file never stops the other files or benchmarks. The file formats are described in
+had, so a reconciliation check can prove that nothing was lost (`rows_accounted`). An item made
+from several raw rows (WYWEB's one source sentence with several translations) lists the rows
+merged into it in `metadata.merged_rows` and counts for each of them. A file that cannot be read
+at all (not UTF-8, broken JSON, an adapter bug) counts as one raw row and becomes one quarantine
+row, so one bad file never stops the other files or benchmarks. The file formats are described in
 pipeline/sources/README.md.
 """
 
@@ -13,13 +15,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
 from pipeline.schema import OPTION_LETTERS
+
+MERGED_ROWS = "merged_rows"  # in an item's metadata: the other raw rows this item was made from
+
 
 @dataclass
 class ParseResult:
@@ -44,6 +49,15 @@ class ParseResult:
         self.items.extend(other.items)
         self.quarantine.extend(other.quarantine)
         self.raw_counts.update(other.raw_counts)
+
+
+def rows_accounted(rows: Iterable[dict[str, Any]]) -> Counter:
+    """source_file -> the raw rows that these item and quarantine rows stand for: one each, plus
+    the rows merged into an item. Equal to `raw_counts` when nothing was lost."""
+    counts: Counter = Counter()
+    for row in rows:
+        counts[row["source_file"]] += 1 + len((row.get("metadata") or {}).get(MERGED_ROWS) or ())
+    return counts
 
 
 def display_path(path: Path, root: Path) -> str:

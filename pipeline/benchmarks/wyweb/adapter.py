@@ -12,21 +12,34 @@ Tasks (formats in pipeline/sources/README.md):
   irc    idiom comprehension       json [{idiom,options[4],label,origin}]  4 options
   wywmt  classical -> modern       tsv  classical<TAB>modern            translation
 
-One raw row is one item. TLC's dynasty label and FSPC's per-line sentiments are kept in metadata
-rather than made into extra items, so row counts reconcile and each text is asked once.
+One raw row is one item, with one exception. TLC's dynasty label and FSPC's per-line sentiments
+are kept in metadata rather than made into extra items, so row counts reconcile and each text is
+asked once. The exception is WYWMT: rows of one file whose source sentences are the same (the
+match key dedup compares: script, punctuation and spacing aside) but whose translations differ
+are one item, the first row's, with the other translations as further references, so a model's
+translation is scored against all of them instead of being one right and one wrong answer. The
+rows merged into it are listed in `metadata.merged_rows`, which the reconciliation counts.
+
+WYWRC and IRC items carry `metadata.quality_flags` (pipeline.dedup.policy): HTML scraped into an
+option, an empty option, the gold text repeated in another option. Flagged items are read and
+kept like any other; the sources file's `quality:` decides whether they are evaluated.
 """
 
 from __future__ import annotations
 
 import json
 import unicodedata
+from collections import defaultdict
 from collections.abc import Callable
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
+from pipeline.dedup.keys import match_keys
+from pipeline.dedup.policy import QUALITY_FLAGS_KEY, option_quality_flags
 from pipeline.sources.reading import (
+    MERGED_ROWS,
     ParseResult,
     display_path,
     guarded_file,
@@ -120,6 +133,32 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
             "capability": "understanding",
         })
         result.items.append(item)
+    if task == "wywmt":
+        result.items = _merge_references(result.items)
+
+
+def _merge_references(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One item per source sentence that has several different translations in the file: the
+    first row's item (its id, locator and source text) with the first translation as `answer` and
+    the others, in row order and each once, as `references`. The merged rows are listed in
+    `metadata.merged_rows` (locator, source, translation), so none is lost and the reconciliation
+    counts them. A sentence repeated with the same translation is left to the duplicate policy."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, key in enumerate(match_keys([item["context"] for item in items])):
+        if key:
+            groups[key].append(index)
+    merged: set[int] = set()
+    for members in groups.values():
+        translations = list(dict.fromkeys(items[i]["answer"] for i in members))
+        if len(translations) < 2:
+            continue
+        first = items[members[0]]
+        first["references"] = translations[1:]
+        first["metadata"][MERGED_ROWS] = [
+            {"source_locator": items[i]["source_locator"], "context": items[i]["context"],
+             "answer": items[i]["answer"]} for i in members[1:]]
+        merged.update(members[1:])
+    return [item for index, item in enumerate(items) if index not in merged]
 
 
 def _fields(line: str, n: int) -> list[str] | None:
@@ -224,8 +263,10 @@ def _xuci(line: str) -> Row:
                          "spans": [marked[0][2], marked[1][2]]}}, ""
 
 
-def _option_flags(choices: list[str]) -> dict[str, Any]:
-    flags: dict[str, Any] = {}
+def _option_flags(choices: list[str], answer: str) -> dict[str, Any]:
+    """What is wrong with an item's options: `quality_flags` (always present, [] when clean),
+    plus which options are empty and whether two options are the same text."""
+    flags: dict[str, Any] = {QUALITY_FLAGS_KEY: option_quality_flags(choices, answer)}
     empty = [letter(i) for i, c in enumerate(choices) if not c.strip()]
     if empty:
         flags["empty_options"] = empty
@@ -249,7 +290,7 @@ def _wywrc(rec: dict) -> Row:
         return None, f"the gold option {letter(int(answer))} (option{answer}) is empty"
     kind = rec.get("type")
     meta = {"type": kind, "type_name": WYWRC_TYPES.get(kind) if isinstance(kind, int) else None,
-            **_option_flags(choices)}
+            **_option_flags(choices, letter(int(answer)))}
     return {"task_group": "reading comprehension", "format": "mcq_single", "context": str(rec["article"]),
             "question": str(rec["question"]), "choices": choices, "answer": letter(int(answer)),
             "metadata": meta}, ""
@@ -269,7 +310,8 @@ def _irc(rec: dict) -> Row:
         return None, f"the gold option {letter(label)} is empty"
     return {"task_group": "reading comprehension", "format": "mcq_single", "domain": "idioms",
             "context": origin if isinstance(origin, str) else None, "question": idiom.strip(),
-            "choices": list(options), "answer": letter(label), "metadata": _option_flags(options)}, ""
+            "choices": list(options), "answer": letter(label),
+            "metadata": _option_flags(options, letter(label))}, ""
 
 
 def _glner(rec: dict) -> Row:
