@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from pipeline import benchmarks, paths, schema
 from pipeline.config import load_duplicate_policy, load_sources
 from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
+from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
 from pipeline.standardize import build_items
@@ -44,7 +45,10 @@ def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
         "corrections_audit": {dg.AssetKey("items")},
     },
     check_specs=[dg.AssetCheckSpec("corrections_apply", asset="corrections_audit",
-                                   description="every correction still matches its item")],
+                                   description="every correction still matches its item"),
+                 dg.AssetCheckSpec("data_quality", asset="items", description=(
+                     "no item is flagged for data quality (" + "; ".join(QUALITY_FLAGS.values()) + "); flagged "
+                     "items are left out of evaluation unless the sources file says quality: keep"))],
 )
 def standardized_items(**raw_frames: pd.DataFrame):
     raw = schema.records(pd.concat(raw_frames.values(), ignore_index=True))
@@ -57,6 +61,11 @@ def standardized_items(**raw_frames: pd.DataFrame):
                     data_version=_frame_version(items_frame, ["item_id", "content_hash", "answer_hash"]),
                     metadata={"per benchmark": dg.MetadataValue.json(
                         items_frame.groupby("benchmark").size().to_dict())})
+    flagged = quality_report(items)
+    yield dg.AssetCheckResult(
+        check_name="data_quality", asset_key="items", passed=not flagged, severity=dg.AssetCheckSeverity.WARN,
+        metadata={"items per flag": dg.MetadataValue.json({f: r["items"] for f, r in flagged.items()}),
+                  "first ids": dg.MetadataValue.json({f: r["first ids"] for f, r in flagged.items()})})
     yield dg.Output(schema.to_frame(quarantined, schema.QUARANTINE), output_name="quarantine",
                     metadata={"rows": len(quarantined)})
     statuses = pd.Series([row["status"] for row in audit], dtype=object).value_counts().to_dict()
@@ -109,15 +118,18 @@ def item_variants(items: pd.DataFrame, models: ModelsResource) -> pd.DataFrame:
     return schema.to_frame(rows, schema.ITEM_VARIANTS)
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="2", kinds={"parquet"})
+@dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"})
 def prompts(items: pd.DataFrame, item_variants: pd.DataFrame, dedup_clusters: pd.DataFrame,
             sources: SourcesResource) -> dg.Output[pd.DataFrame]:
     """Every item variant of the evaluated splits, rendered under each protocol setting of its
-    benchmark (its card's protocol.yaml), leaving out within-benchmark duplicates when the sources
-    file says `duplicates: drop`."""
+    benchmark (its card's protocol.yaml), leaving out items flagged for data quality unless the
+    sources file says `quality: keep`, and within-benchmark duplicates when it says
+    `duplicates: drop`."""
     policy = load_duplicate_policy(sources.path())
-    evaluate = {name: spec.evaluate for name, spec in load_sources(sources.path()).items() if spec.evaluate}
-    kept = evaluation_items(schema.records(items), schema.records(dedup_clusters), policy)
+    specs = load_sources(sources.path())
+    evaluate = {name: spec.evaluate for name, spec in specs.items() if spec.evaluate}
+    usable = quality_items(schema.records(items), {name: spec.quality for name, spec in specs.items()})
+    kept = evaluation_items(usable, schema.records(dedup_clusters), policy)
     kept_ids = {it["item_id"] for it in kept}
     variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
     rows = build_prompt_rows(kept, variants, evaluate)
@@ -125,4 +137,6 @@ def prompts(items: pd.DataFrame, item_variants: pd.DataFrame, dedup_clusters: pd
     per_setting = {f"{b}/{s}": int(n) for (b, s), n in frame.groupby(["benchmark", "setting"]).size().items()}
     return dg.Output(frame, data_version=_frame_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,
-                               "items left out": len(items) - len(kept)})
+                               "items left out": len(items) - len(kept),
+                               "items left out: data quality": len(items) - len(usable),
+                               "items left out: duplicates": len(usable) - len(kept)})
