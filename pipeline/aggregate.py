@@ -293,7 +293,8 @@ def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
 
 
 def _none(x: float) -> float | None:
-    return None if x is None or math.isnan(x) else float(x)
+    # 9 decimals: sums of floats (100.00000000000004 from sacrebleu) print as the number they are
+    return None if x is None or math.isnan(x) else round(float(x), 9)
 
 
 RUN_KEYS = ["model", "variant", "setting", "split"]

@@ -79,7 +79,7 @@ def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
             "item_id": row["item_id"], "benchmark": row["benchmark"], "variant": row["variant"],
             "setting": row["setting"], "model": model, "prompt_hash": row["prompt_hash"],
             "cache_key": req.cache_key, "max_tokens": req.max_tokens, "text": comp.text,
-            "finish_reason": comp.finish_reason, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out, "latency_s": comp.latency_s,
-            "error": comp.error, "created_at": now,
+            "finish_reason": comp.finish_reason, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out,
+            "latency_s": comp.latency_s, "error": comp.error, "created_at": now,
         })
     return rows

@@ -117,7 +117,7 @@ def test_random_baseline_is_near_chance(workdir, monkeypatch):
         out.writerow(["", "Question", "A", "B", "C", "D", "Answer", "Explanation"])
         for i in range(400):
             out.writerow([i, f"第{i}题：下列哪一项正确？", "甲", "乙", "丙", "丁", rng.choice("ABCD"), ""])
-    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {root}, version: gen}}\n")
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {root}, version: gen, evaluate: [dev]}}\n")
     monkeypatch.setenv("WENHENG_SOURCES", str(sources))
     monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
     assert run_pipeline(["aceval"], ["random"], log=lambda _: None).ok
@@ -147,7 +147,7 @@ def aceval_copy(workdir, monkeypatch):
     the oracle. Returns the sources file and the copied dev file of historical_facts."""
     samples = workdir / "samples"
     shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
-    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1}}\n")
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1, evaluate: [dev, test]}}\n")
     monkeypatch.setenv("WENHENG_SOURCES", str(sources))
     monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
     assert run_pipeline(["aceval"], ["oracle"], log=lambda _: None).ok
