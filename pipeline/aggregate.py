@@ -175,6 +175,7 @@ class Cell:
     replicates: np.ndarray       # (REPLICATES,)
     n_items: int
     n_scored: int
+    unscored: tuple[str, ...] = ()   # groups of a mean with no scored unit: why the mean is undefined
 
 
 def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
@@ -208,8 +209,9 @@ def compute_cell(units: pd.DataFrame, mean_of: Sequence[str], leaf_metric: Calla
         groups.setdefault(value, units.iloc[0:0])
     children = [compute_cell(part, mean_of[1:], leaf_metric, weights, expected) for part in groups.values()]
     n_items, n_scored = sum(c.n_items for c in children), sum(c.n_scored for c in children)
-    if not children or any(c.n_scored == 0 for c in children):
-        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, n_scored)
+    unscored = tuple(str(g) for g, c in zip(groups, children) if c.n_scored == 0)
+    if not children or unscored:
+        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, n_scored, unscored)
     return Cell(float(np.mean([c.value for c in children])),
                 np.mean(np.stack([c.replicates for c in children]), axis=0), n_items, n_scored)
 
@@ -286,6 +288,7 @@ def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
                     "row_order": order_index, "row_label": label, "metric": shown,
                     "score": _none(result.value), "ci_low": _none(low), "ci_high": _none(high),
                     "n_items": result.n_items, "n_scored": result.n_scored,
+                    "note": f"no scored items in: {', '.join(result.unscored)}" if result.unscored else None,
                     "coverage": result.n_scored / result.n_items if result.n_items else None,
                     "headline": spec.headline,
                 })
@@ -320,4 +323,4 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame) -> pd.
 
 
 PAPER_TABLE_COLUMNS = [*RUN_KEYS, "capped", "benchmark", "table_name", "title", "row_order", "row_label", "metric",
-                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline"]
+                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline", "note"]

@@ -45,4 +45,6 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
         with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 250,
                                "display.unicode.east_asian_width", True):
             out += ["", header, table.fillna("").to_string()]
+        notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
+        out += [f"  note: {row}: {note}" for row, note in notes]
     return "\n".join(out)

@@ -27,7 +27,9 @@ BASE_TABLES: dict[str, tuple[str, pa.Schema]] = {
     "item_variants": ("item_variants.parquet", schema.ITEM_VARIANTS),
     "prompts": ("prompts.parquet", schema.PROMPTS),
     "responses": ("responses/*/*.parquet", schema.RESPONSES),
+    "judgements": ("judgements/*/*.parquet", schema.JUDGEMENTS),
     "scores": ("scores/*/*.parquet", schema.SCORES),
+    "judge_reliability": ("judge_reliability/*/*.parquet", schema.JUDGE_RELIABILITY),
 }
 
 # Partition files outlive the items they answered (a source was corrected, a sample set swapped
@@ -37,6 +39,8 @@ CURRENT_ONLY = {
                  " AND p.variant = r.variant AND p.setting = r.setting AND p.prompt_hash = r.prompt_hash)",
     "scores": "SELECT * FROM {src} s WHERE EXISTS (SELECT 1 FROM responses r WHERE r.item_id = s.item_id"
               " AND r.variant = s.variant AND r.setting = s.setting AND r.model = s.model)",
+    "judgements": "SELECT * FROM {src} s WHERE EXISTS (SELECT 1 FROM responses r WHERE r.item_id = s.item_id"
+                  " AND r.variant = s.variant AND r.setting = s.setting AND r.model = s.model)",
 }
 
 
@@ -67,9 +71,21 @@ def sql_files(sql_dir: Path) -> list[Path]:
 
 # One row per evaluated item (or unit) x model run: what the paper tables are computed from. An
 # item asked of a model but not (yet) answered or scored has a null score: it counts in n_items,
-# not in n_scored, so coverage shows it.
+# not in n_scored, so coverage shows it. Exactly one score per unit: the judge's where the card
+# says its paper uses the judge ($judge_tasks, from `paper_scorer`) and the judge has a row for
+# the response (a null one included: an unreadable verdict is not replaced by a rule score), else
+# the rule's. Score files written before `kind` existed hold rule rows only.
 UNITS_SQL = """
-WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark)
+WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark),
+paper AS (
+    SELECT s.* FROM scores s JOIN items i USING (item_id)
+    WHERE s.benchmark = $benchmark
+    QUALIFY row_number() OVER (
+        PARTITION BY s.item_id, s.variant, s.setting, s.model
+        ORDER BY coalesce(s.kind, 'rule') = CASE WHEN list_contains(CAST($judge_tasks AS VARCHAR[]), i.task)
+                                                 THEN 'judge' ELSE 'rule' END DESC,
+                 coalesce(s.kind, 'rule') = 'rule' DESC) = 1
+)
 SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.task_group, i.domain,
        i.capability, json_extract_string(i.metadata, '$.group') AS "group",
        json_extract_string(i.metadata, '$.part') AS part, s.score, s.details,
@@ -79,10 +95,16 @@ JOIN items i USING (item_id)
 JOIN runs r ON r.variant = p.variant AND r.setting = p.setting
 LEFT JOIN responses a ON a.item_id = p.item_id AND a.variant = p.variant AND a.setting = p.setting
                      AND a.model = r.model
-LEFT JOIN scores s ON s.item_id = p.item_id AND s.variant = p.variant AND s.setting = p.setting
-                  AND s.model = r.model
+LEFT JOIN paper s ON s.item_id = p.item_id AND s.variant = p.variant AND s.setting = p.setting
+                 AND s.model = r.model
 WHERE p.benchmark = $benchmark
 """
+
+
+def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
+    """The benchmark's tasks whose paper number is the LLM judge's (its card's `paper_scorer`)."""
+    tasks = con.execute("SELECT DISTINCT task FROM items WHERE benchmark = ?", [bench.name]).fetchall()
+    return sorted(task for (task,) in tasks if bench.paper_scorer_for(task) == "judge")
 
 
 def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
@@ -90,7 +112,7 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
     (`<benchmark>_<table>`), and `leaderboard`: the rows each card marks as its headline."""
     frames = []
     for name, bench in cards().items():
-        units = con.execute(UNITS_SQL, {"benchmark": name}).df()
+        units = con.execute(UNITS_SQL, {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}).df()
         if units.empty:
             continue
         units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
@@ -101,7 +123,7 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE OR REPLACE TABLE paper_tables AS SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
     con.unregister("paper_tables_frame")
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
-             "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped")
+             "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, note")
     for name, bench in cards().items():
         for spec in aggregate.load_tables(bench.folder / "tables.yaml").tables:
             con.execute(f'CREATE OR REPLACE VIEW "{name}_{spec.name}" AS SELECT {shown} FROM paper_tables '
@@ -115,7 +137,8 @@ PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "model": "VARCHAR", "variant": "VARCHAR", "setting": "VARCHAR", "split": "VARCHAR", "capped": "BOOLEAN",
     "benchmark": "VARCHAR", "table_name": "VARCHAR", "title": "VARCHAR", "row_order": "BIGINT",
     "row_label": "VARCHAR", "metric": "VARCHAR", "score": "DOUBLE", "ci_low": "DOUBLE", "ci_high": "DOUBLE",
-    "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN"}.items())
+    "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN",
+    "note": "VARCHAR"}.items())
 
 
 def _load_table(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, files: list[str]) -> None:
