@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
 from pipeline.sources.ingest import parse_source
-from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 
 GBK = "远古\t先秦\t天时不如地利。\n".encode("gbk")
 

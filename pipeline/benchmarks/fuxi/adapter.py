@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.reading import ParseResult, provenance
 from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.reading import ParseResult, provenance
 
 LICENSE = "wenheng-defined format; no public Fùxì data"
 
