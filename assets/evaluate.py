@@ -1,4 +1,5 @@
-"""responses and scores, partitioned benchmark x model (models come from data/models.yaml)."""
+"""responses and scores, partitioned benchmark x model (models come from data/models.yaml); the
+LLM judge's judgements between them are in assets/judge.py."""
 
 
 import dagster as dg
@@ -7,6 +8,7 @@ import pandas as pd
 from pipeline import benchmarks, schema
 from pipeline.engines.cache import run_with_cache
 from pipeline.inference import give_golds, plan, response_rows
+from pipeline.judge.run import combine_scores
 from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
 
@@ -55,16 +57,22 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
 
 
 @dg.asset(
-    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
     kinds={"parquet"}, automation_condition=follow_upstream,
 )
-def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
-    """Rule scores for each response: option extraction, label match, fill-in-the-blank, chrF/BLEU.
-    Items only a judge can score get a null score with the reason."""
+def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame,
+           judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Rule scores for each response (kind 'rule'): option extraction, label match,
+    fill-in-the-blank, chrF/BLEU; items only a judge can score get a null score with the reason.
+    Beside each judged response, the judge's score (kind 'judge', from `judgements`)."""
     answered = schema.records(items[items["item_id"].isin(responses["item_id"])])
-    frame = schema.to_frame(score_rows(schema.records(responses), answered), schema.SCORES)
-    scored = frame["score"].notna()
+    rows = combine_scores(score_rows(schema.records(responses), answered), schema.records(judgements))
+    frame = schema.to_frame(rows, schema.SCORES)
+    rule, judge = frame["kind"] == "rule", frame["kind"] == "judge"
+    scored, judge_scored = rule & frame["score"].notna(), judge & frame["score"].notna()
     return dg.Output(frame, metadata={
-        "responses": len(frame), "scored": int(scored.sum()),
+        "responses": int(rule.sum()), "scored": int(scored.sum()),
         "mean_score": float(frame.loc[scored, "score"].mean()) if scored.any() else 0.0,
+        "judged": int(judge.sum()), "judge_scored": int(judge_scored.sum()),
+        "judge_mean_score": float(frame.loc[judge_scored, "score"].mean()) if judge_scored.any() else 0.0,
     })

@@ -10,6 +10,7 @@ import dagster as dg
 
 from assets.evaluate import models_partitions, responses, scores
 from assets.items import dedup, item_variants, prompts, standardized_items
+from assets.judge import judge_reliability, judgements
 from assets.sources import raw_assets
 from assets.warehouse import warehouse
 from pipeline import paths
@@ -25,8 +26,9 @@ prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups("sources", "items"),
     description="Sources -> items -> dedup -> script variants -> prompts.")
 evaluate_job = dg.define_asset_job(
-    "evaluate", selection=dg.AssetSelection.assets(responses, scores),
-    description="One benchmark x model partition: inference through the response cache, then scoring.")
+    "evaluate", selection=dg.AssetSelection.assets(responses, judgements, scores, judge_reliability),
+    description="One benchmark x model partition: inference through the response cache, the LLM judge "
+                "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
 publish_job = dg.define_asset_job(
     "publish", selection=dg.AssetSelection.assets(warehouse),
     description="Load the lake into data/warehouse.duckdb and build sql/ views.")
@@ -64,7 +66,8 @@ def source_changes_sensor(context: dg.SensorEvaluationContext):
 
 
 defs = dg.Definitions(
-    assets=[*raw_assets, standardized_items, dedup, item_variants, prompts, responses, scores, warehouse],
+    assets=[*raw_assets, standardized_items, dedup, item_variants, prompts, responses, judgements, scores,
+            judge_reliability, warehouse],
     jobs=[prepare_job, evaluate_job, publish_job],
     schedules=[nightly_rebuild],
     sensors=[models_sensor, source_changes_sensor],

@@ -44,8 +44,8 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     def execute(job_name: str, partition_key=None) -> bool:
         job = defs.resolve_job_def(job_name)
         keys = chosen & {k for k in graph.get_all_asset_keys()
-                         if job_name == "prepare" and k.path[0] not in ("responses", "scores", "warehouse")
-                         or job_name == "evaluate" and k.path[0] in ("responses", "scores")
+                         if job_name == "prepare" and k.path[0] not in (*EVALUATE_ASSETS, "warehouse")
+                         or job_name == "evaluate" and k.path[0] in EVALUATE_ASSETS
                          or job_name == "publish" and k.path[0] == "warehouse"}
         if not keys:
             return True
@@ -82,4 +82,6 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
-          "output_tokens_per_s", "scored", "mean_score", "pairs"}
+          "output_tokens_per_s", "scored", "mean_score", "pairs", "judged", "judge_calls_sent", "unparseable"}
+# The partitioned assets of the evaluate job, in the order they run.
+EVALUATE_ASSETS = ("responses", "judgements", "scores", "judge_reliability")

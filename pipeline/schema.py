@@ -1,4 +1,4 @@
-"""The one place that defines wenheng's tables: items, quarantine, responses, scores.
+"""The one place that defines wenheng's tables: items, quarantine, responses, judgements, scores.
 
 Every stage builds plain dicts, then `to_frame(rows, SCHEMA)` turns them into a pandas frame
 with exactly these columns and Arrow types, so parquet files and DuckDB tables always agree.
@@ -139,7 +139,8 @@ SCORES = pa.schema([
     ("variant", _str),
     ("setting", _str),
     ("model", _str),
-    ("scorer", _str),           # name@version
+    ("kind", _str),             # rule | judge: one rule row per response, and the judge's beside it
+    ("scorer", _str),           # name@version (judge:<score type>@<prompt set>-<version>)
     ("score", pa.float64()),    # 0..1; null when it could not be scored
     ("reason", _str),           # why the score is null (or a note)
     ("extracted", _str),
@@ -147,6 +148,54 @@ SCORES = pa.schema([
     ("details", _str),          # JSON
 ])
 
+# One row per response a benchmark card routes to the LLM judge (pipeline/judge).
+JUDGEMENTS = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("variant", _str),
+    ("setting", _str),
+    ("model", _str),                # the evaluated model
+    ("judge_model", _str),          # the judge's models.yaml entry (its engine identity: details.judge)
+    ("prompt_set", _str),           # wenheng (the card's judge.yaml) | official (a user's prompt file)
+    ("prompt_version", _str),
+    ("score_type", _str),           # mcq_single | mcq_multi | subjective | scoring_points | binary
+    ("prompt_id", _str),            # the card's type/criteria, or the official prompt's id
+    ("attempts", pa.int64()),       # judge calls made for it (retries of unreadable verdicts included)
+    ("cache_key", _str),            # the last attempt's key in the response cache
+    ("verdict", _str),              # the last attempt's text as the judge wrote it
+    ("score", pa.float64()),        # 0..1; null with `reason`
+    ("p_all", pa.float64()),        # scoring points: in the reference
+    ("p_obtain", pa.float64()),     # ... and obtained (clamped to p_all)
+    ("extracted", _str),
+    ("reason", _str),
+    ("details", _str),              # JSON: judge identity, the verdict's values, failed attempts
+    ("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+# How far the judge can be trusted, per benchmark x evaluated model x task (and "(all)").
+JUDGE_RELIABILITY = pa.schema([
+    ("benchmark", _str),
+    ("model", _str),
+    ("task", _str),
+    ("judge_model", _str),
+    ("prompt_set", _str),               # e.g. wenheng-1
+    ("n_judged", pa.int64()),           # responses routed to the judge
+    ("n_scored", pa.int64()),           # ... with a readable verdict
+    ("mean_score", pa.float64()),
+    ("repeats", pa.int64()),            # k: judged again this many times
+    ("repeat_temperature", pa.float64()),
+    ("repeat_items", pa.int64()),       # sampled items with at least two readable repeats
+    ("repeat_sd", pa.float64()),        # mean over items of the repeats' standard deviation
+    ("repeat_max_range", pa.float64()),  # largest max - min over items
+    ("repeat_all_equal", pa.float64()),  # share of items whose repeats all agree
+    ("repeat_mad", pa.float64()),       # mean |mean of repeats - the temperature-0 score|
+    ("exact_items", pa.int64()),        # items with an exact answer scored by both judge and rule
+    ("exact_accuracy", pa.float64()),   # share where the judge's score equals the rule's
+    ("exact_kappa", pa.float64()),      # Cohen's kappa of the two (null: undefined)
+    ("swap_items", pa.int64()),         # pairwise / ordered items judged with options swapped
+    ("swap_consistency", pa.float64()),
+    ("note", _str),
+])
 
 # Columns that hold a JSON document in a table and a dict (or list) in memory: encoded by
 # `to_frame` and decoded by `records`, so no stage in between ever parses or writes JSON.

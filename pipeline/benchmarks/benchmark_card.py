@@ -4,6 +4,7 @@
       __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing
       adapter.py      the benchmark's own files -> item rows + quarantine rows
       protocol.yaml   how the benchmark asks its questions (prompt templates as data)
+      judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
       *.sql           its aggregation: the rows it adds to `benchmark_scores` (its paper's rule)
 
 The lm-evaluation-harness habit (one folder per task holds prompt, metric and aggregation): to
@@ -38,6 +39,11 @@ class BenchmarkCard:
     # Optional: predictions keyed by item_id -> the benchmark's official submission object, for
     # splits whose answers are withheld (`wenheng submission <name>`).
     submission: Callable[..., Any] | None = None
+    # Which score its paper reports per unit: "judge" (the LLM judge's verdict, pipeline/judge;
+    # prompts and routes in the card's judge.yaml) or "rule"; one value, or a mapping by task
+    # with "default". Where the judge is named but not configured (models.yaml `judges:`), or
+    # did not judge the unit, the rule score stands in (pipeline/warehouse.py UNITS_SQL).
+    paper_scorer: str | Mapping[str, str] = "rule"
 
     @cached_property
     def protocol(self) -> dict[str, Any]:
@@ -56,3 +62,14 @@ class BenchmarkCard:
 
     def scorer_for(self, task: str, fmt: str) -> str | None:
         return self.scorers.get(task) or self.scorers.get(fmt)
+
+    @property
+    def judge_file(self) -> Path | None:
+        """judge.yaml: the LLM judge's prompts, routes and version (pipeline/judge/prompts.py)."""
+        path = self.folder / "judge.yaml"
+        return path if path.is_file() else None
+
+    def paper_scorer_for(self, task: str) -> str:
+        if isinstance(self.paper_scorer, str):
+            return self.paper_scorer
+        return self.paper_scorer.get(task, self.paper_scorer.get("default", "rule"))

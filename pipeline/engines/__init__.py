@@ -7,7 +7,7 @@ and the baselines that answer from the gold are handed the golds apart
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -27,6 +27,12 @@ class Request:
     # How many answers the prompt asks for, one letter each, in order (CP-DUE AU: 3, e.g. "CAB");
     # 1 for every other item. For baselines only, like `choices`.
     picks: int = 1
+    # Structured output: the answer must be JSON valid under this JSON schema, if set (the LLM
+    # judge's verdicts). Engines that cannot constrain decoding send the prompt as it is.
+    json_schema: Mapping[str, Any] | None = None
+    # A sampling seed for this request instead of the engine's own (the judge's repeats at a
+    # temperature above 0 must differ from each other).
+    seed: int | None = None
 
 
 @dataclass

@@ -100,9 +100,9 @@ class VLLMEngine:
         pending: dict[str, tuple[int, float]] = {}
         for index, req in enumerate(requests):
             params = SamplingParams(
-                temperature=req.temperature, max_tokens=req.max_tokens, seed=self.seed,
-                output_kind=RequestOutputKind.FINAL_ONLY,
-                structured_outputs=StructuredOutputsParams(choice=list(req.constrain_to)) if req.constrain_to else None)
+                temperature=req.temperature, max_tokens=req.max_tokens,
+                seed=self.seed if req.seed is None else req.seed, output_kind=RequestOutputKind.FINAL_ONLY,
+                structured_outputs=_structured(StructuredOutputsParams, req))
             request_id = f"wenheng-{next(_REQUEST_IDS)}"
             try:
                 if self.chat_template:
@@ -134,6 +134,16 @@ class VLLMEngine:
                 for index, _ in pending.values():
                     finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
         return results
+
+
+def _structured(params_type, req: Request):
+    """Constrained decoding: one of `constrain_to`, or JSON under `json_schema` (no free
+    whitespace, so a weak model cannot spend its budget on blanks between the tokens)."""
+    if req.constrain_to:
+        return params_type(choice=list(req.constrain_to))
+    if req.json_schema is not None:
+        return params_type(json=dict(req.json_schema), disable_any_whitespace=True)
+    return None
 
 
 def plain_prompt(messages: Sequence[dict[str, str]]) -> str:

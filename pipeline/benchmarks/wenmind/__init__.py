@@ -15,4 +15,7 @@ CARD = BenchmarkCard(
     parse=parse,
     # Sentiment-style MCQs whose gold is a label text (not a letter) are matched on the label set.
     scorers={"classification": "label"},
+    # The paper scores every item with its LLM judge (judge.yaml routes each to one of its four
+    # score types); the rule scores above stay beside them as a judge-free number.
+    paper_scorer="judge",
 )

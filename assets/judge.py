@@ -1,0 +1,89 @@
+"""The LLM judge's assets, partitioned benchmark x model like responses: `judgements` (a verdict
+for each response the benchmark's card routes to the judge) and `judge_reliability` (how far the
+judge can be trusted on that partition). Who judges what: models.yaml `judges:`; the logic is
+pipeline/judge."""
+
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+
+from assets.evaluate import _partition, benchmark_x_model, follow_upstream
+from pipeline import paths, schema
+from pipeline.config import JudgeSpec, load_judges
+from pipeline.judge import reliability
+from pipeline.judge.run import JudgeStats, judge_responses, prompt_set, repeat_scores
+from resources.engines import ModelsResource
+
+
+def _judge(models: ModelsResource, benchmark: str) -> JudgeSpec | None:
+    return load_judges(Path(models.models_file) if models.models_file else paths.models_file()).get(benchmark)
+
+
+def _stats(stats: JudgeStats) -> dict[str, int]:
+    return {"judge_calls": stats.calls, "judge_cache_hits": stats.cache_hits, "judge_calls_sent": stats.sent,
+            "judge_errors": stats.errors}
+
+
+@dg.asset(
+    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream,
+    check_specs=[dg.AssetCheckSpec("verdict_rate", asset="judgements",
+                                   description="share of judgeable responses with a readable verdict")],
+)
+def judgements(context: dg.AssetExecutionContext, models: ModelsResource, responses: pd.DataFrame,
+               items: pd.DataFrame):
+    """The judge's verdict on every response the card routes to it (temperature 0, through the
+    response cache, unreadable verdicts retried with a format reminder). Empty when models.yaml
+    names no judge for the benchmark."""
+    benchmark, _ = _partition(context)
+    judge = _judge(models, benchmark)
+    if judge is None:
+        yield dg.Output(schema.to_frame([], schema.JUDGEMENTS), metadata={"judge": "none configured", "routed": 0})
+        yield dg.AssetCheckResult(check_name="verdict_rate", passed=True, metadata={"routed": 0})
+        return
+    items_by_id = {it["item_id"]: it for it in schema.records(items[items["item_id"].isin(responses["item_id"])])}
+    with models.response_cache() as cache:
+        rows, stats = judge_responses(judge, prompt_set(judge), models.engine(judge.model), schema.records(responses),
+                                      items_by_id, cache, log=context.log.info)
+    judgeable = stats.routed - stats.skipped
+    rate = stats.judged / judgeable if judgeable else 1.0
+    yield dg.Output(schema.to_frame(rows, schema.JUDGEMENTS), metadata={
+        "judge": judge.model, "prompts": f"{judge.prompts}", "routed": stats.routed, "judged": stats.judged,
+        "retries": stats.retries, "unparseable": stats.unparseable, "skipped": stats.skipped, **_stats(stats)})
+    yield dg.AssetCheckResult(check_name="verdict_rate", passed=rate >= 0.95, severity=dg.AssetCheckSeverity.WARN,
+                              metadata={"verdict_rate": rate, "unparseable": stats.unparseable,
+                                        "judge_errors": stats.errors})
+
+
+@dg.asset(
+    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream,
+)
+def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: pd.DataFrame,
+                      scores: pd.DataFrame, responses: pd.DataFrame, items: pd.DataFrame):
+    """Per task: the spread of k repeat verdicts at a temperature above 0 on a seeded sample,
+    judge vs rule agreement (accuracy, Cohen's kappa) on exact-answer items, and option-order
+    swap consistency (n/a: no pairwise or ordered judge prompts)."""
+    benchmark, model = _partition(context)
+    judge = _judge(models, benchmark)
+    judged = schema.records(judgements)
+    if judge is None or not judged:
+        table: list[dict] = []
+        yield dg.Output(schema.to_frame(table, schema.JUDGE_RELIABILITY),
+                        metadata={"table": dg.MetadataValue.md(reliability.markdown(table))})
+        return
+    items_by_id = {it["item_id"]: it for it in schema.records(items[items["item_id"].isin(judgements["item_id"])])}
+    task_of = {item_id: it["task"] for item_id, it in items_by_id.items()}
+    picked = reliability.sample(judged, task_of, judge.reliability)
+    repeats, stats = {}, JudgeStats()
+    if judge.reliability.repeats and picked:
+        by_key = {(r["item_id"], r["variant"], r["setting"]): r for r in schema.records(responses)}
+        with models.response_cache() as cache:
+            repeats, stats = repeat_scores(judge, prompt_set(judge), models.engine(judge.model), picked, by_key,
+                                           items_by_id, cache, log=context.log.info)
+    first = judged[0]
+    table = reliability.rows(benchmark, model, judged, schema.records(scores), task_of, repeats, judge.reliability,
+                             first["judge_model"], f"{first['prompt_set']}-{first['prompt_version']}")
+    yield dg.Output(schema.to_frame(table, schema.JUDGE_RELIABILITY), metadata={
+        "table": dg.MetadataValue.md(reliability.markdown(table)), "sampled": len(picked), **_stats(stats)})
