@@ -182,9 +182,28 @@ def test_scripted_verdicts_become_scores_per_type(monkeypatch, tmp_path):
                and r["attempts"] == 1 and r["reason"] is None for r in rows)
     assert rows[0]["details"]["judge"] == {"model": "judge", "engine": _engine(server).identity()}
     assert stats.routed == stats.judged == stats.sent == 10 and stats.retries == 0
-    # every call ran at temperature 0 and asked for the type's JSON schema
+    # every call ran at temperature 0 and asked for the type's JSON schema (response_format)
     bodies = list(server.last_body.values())
     assert {b["temperature"] for b in bodies} == {0.0}
+    schemas = {json.dumps(b["response_format"]["json_schema"]["schema"], sort_keys=True) for b in bodies}
+    assert schemas == {json.dumps(SCHEMAS[t], sort_keys=True) for t in SCHEMAS}
+    assert all(b["response_format"]["type"] == "json_schema" for b in bodies)
+
+
+def test_fuxi_verdicts_are_a_constrained_y_n_choice_and_unstructured_when_asked(monkeypatch, tmp_path):
+    fuxi = prompt_set(JudgeSpec("fuxi", "judge"))
+    items = [_item(0, "ASQA", "question answering", "open_qa", "外甥打灯笼", "照舅", "fuxi"),
+             _item(1, "IST", "question answering", "open_qa", "卧薪尝胆", "《史记》", "fuxi")]
+    with scripted_judge(monkeypatch) as server:
+        rows, _ = _judge(server, [_response(items[0], "照舅"), _response(items[1], "不知道")], tmp_path,
+                         spec=JudgeSpec("fuxi", "judge"), prompts=fuxi, items=items)
+        assert [(r["score_type"], r["score"], r["verdict"]) for r in rows] == [("binary", 1.0, "Y"), ("binary", 0.0, "N")]
+        assert [b["structured_outputs"] for b in server.last_body.values()] == [{"choice": ["Y", "N"]}] * 2
+        server.last_body.clear()
+        plain = JudgeSpec("fuxi", "judge", structured_output=False)
+        _judge(server, [_response(items[0], "照舅")], tmp_path, spec=plain, prompts=fuxi, items=items)
+        (body,) = server.last_body.values()
+        assert "structured_outputs" not in body and "response_format" not in body
 
 
 def test_unreadable_verdicts_are_retried_with_a_reminder_then_null_with_the_reason(monkeypatch, tmp_path):
@@ -296,7 +315,8 @@ def test_reliability_repeats_a_seeded_sample_and_compares_with_the_rules(monkeyp
             _, stats = repeat_scores(spec, WENHENG, _engine(server), picked, by_key, {i["item_id"]: i for i in ITEMS},
                                      cache)
             assert stats.sent == 0                                             # repeats are cached too
-    assert {b["temperature"] for b in server.last_body.values()} >= {0.7}
+    repeat_bodies = [b for b in server.last_body.values() if b["temperature"] == 0.7]
+    assert repeat_bodies and all(b["seed"] in (1, 2, 3) for b in repeat_bodies)   # each repeat its own seed
     rule = [_response(ITEMS[0], "B") | {"kind": "rule", "scorer": "option@1", "score": 1.0},
             _response(ITEMS[1], "A、C") | {"kind": "rule", "scorer": "option_multi@1", "score": 0.5}]
     table = reliability.rows("wenmind", "m", judged, rule, task_of, repeats, spec.reliability, "judge", "wenheng-1")

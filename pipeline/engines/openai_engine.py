@@ -171,9 +171,17 @@ class OpenAIEngine:
             body.update(prompt=plain_prompt(request.messages), max_tokens=request.max_tokens)
         if self.seed is not None:
             body["seed"] = self.seed
+        if request.seed is not None:  # the request's own (the judge's repeats at temperature > 0)
+            body["seed"] = request.seed
         body.update(self.extra_body)
         if request.constrain_to:  # a constrained-choice protocol setting
             body["structured_outputs"] = {"choice": list(request.constrain_to)}  # vLLM >= 0.12 server form
+        elif request.json_schema is not None:  # JSON under a schema (the judge's verdicts)
+            if self.chat:
+                body["response_format"] = {"type": "json_schema",
+                                           "json_schema": {"name": "verdict", "schema": dict(request.json_schema)}}
+            else:  # completions have no response_format: vLLM's own form
+                body["structured_outputs"] = {"json": dict(request.json_schema)}
         return body
 
     def generate(self, requests: Sequence[Request],
