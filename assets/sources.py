@@ -18,7 +18,8 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
                     "with file, locator and reason.",
         check_specs=[dg.AssetCheckSpec("rows_reconcile", asset=f"raw_{benchmark}",
                                        description="raw rows = items (with the rows merged into them) "
-                                                   "+ quarantined, per file")],
+                                                   "+ quarantined, per file; fails when a file's parser "
+                                                   "stopped part-way (its rows are not accounted for)")],
     )
     def raw(context: dg.AssetExecutionContext, sources: SourcesResource):
         specs = load_sources(sources.path())
@@ -37,8 +38,9 @@ def build_raw_asset(benchmark: str) -> dg.AssetsDefinition:
             "files": len(result.raw_counts), "source_version": specs[benchmark].version,
         }, data_version=dg.DataVersion(schema.stable_hash(frame.astype(str).values.tolist())))
         yield dg.AssetCheckResult(
-            check_name="rows_reconcile", passed=not mismatched,
-            metadata={"files": len(result.raw_counts), "mismatched (raw, kept)": str(mismatched or "none")},
+            check_name="rows_reconcile", passed=not mismatched and not result.incomplete,
+            metadata={"files": len(result.raw_counts), "mismatched (raw, kept)": str(mismatched or "none"),
+                      "files not read to the end": str(result.incomplete or "none")},
         )
 
     return raw

@@ -90,7 +90,8 @@ def test_wenmind_broken_json_is_one_quarantine_row(tmp_path):
     path = tmp_path / "WenMind_bad.json"
     path.write_text('[{"id": 0,', encoding="utf-8")
     result = parse_source(SourceSpec("wenmind", path, "v"))
-    assert not result.items and result.quarantine[0]["reason"].startswith("unreadable file")
+    (row,) = result.quarantine
+    assert not result.items and row["source_locator"] == "file" and row["reason"].startswith("not valid JSON")
 
 
 def test_aceval_malformed_rows(tmp_path):

@@ -92,9 +92,9 @@ def test_bad_json_array_is_one_row_bad_json_line_is_that_line(tmp_path):
     _write(tmp_path / "wyweb" / "glner" / "dev.jsonl", _jsonl({"text": "孔子曰", "label": []}, '{"text": "坏', "[1, 2]"))
     wyweb = _parse("wyweb", tmp_path / "wyweb")
     reasons = {(q["source_file"], q["source_locator"]): q["reason"] for q in wyweb.quarantine}
-    assert reasons[("fspc/dev.json", "file")].startswith("could not parse file: JSONDecodeError")
-    assert reasons[("wywrc/dev.json", "file")] == "expected a JSON array of objects"
-    assert reasons[("glner/dev.jsonl", "line 2")].startswith("not a JSON object")
+    assert reasons[("fspc/dev.json", "file")].startswith("not valid JSON: ")
+    assert reasons[("wywrc/dev.json", "file")] == "expected a JSON array of objects, not an object"
+    assert reasons[("glner/dev.jsonl", "line 2")].startswith("not valid JSON: ")
     assert reasons[("glner/dev.jsonl", "line 3")] == "not a JSON object"
     assert [i["item_id"] for i in wyweb.items] == ["wyweb/dev/glner/1"]
 
@@ -246,16 +246,40 @@ def test_a_folder_without_the_layout_says_so(tmp_path):
         assert row["reason"].startswith(f"no {benchmark} files in the expected layout")
 
 
-def test_an_adapter_failure_is_contained_to_its_file(tmp_path, monkeypatch):
+def test_a_reader_failure_is_contained_to_its_row(tmp_path, monkeypatch):
     from pipeline.benchmarks.wyweb import adapter as wyweb
 
-    _write(tmp_path / "tlc" / "dev.tsv", "远古\t先秦\t天时不如地利。\n")
+    _write(tmp_path / "tlc" / "dev.tsv", "远古\t先秦\t天时不如地利。\n中古\t唐\t落霞与孤鹜齐飞。\n")
     _write(tmp_path / "wywmt" / "dev.tsv", "古文\t今译\n")
 
     def broken(line):
-        raise RuntimeError("reader bug")
+        if line.startswith("中古"):
+            raise RuntimeError("reader bug")
+        return wyweb._tlc(line)
 
     monkeypatch.setitem(wyweb.TASKS, "tlc", (("tsv",), "tsv", broken))
     result = _parse("wyweb", tmp_path)
-    assert [i["item_id"] for i in result.items] == ["wyweb/dev/wywmt/1"]
-    assert _reasons(result) == ["could not parse file: RuntimeError: reader bug"]
+    assert [i["item_id"] for i in result.items] == ["wyweb/dev/tlc/1", "wyweb/dev/wywmt/1"]
+    assert [(q["source_locator"], q["reason"]) for q in result.quarantine] == [
+        ("line 2", "could not read row: RuntimeError: reader bug")]
+    assert result.raw_counts["tlc/dev.tsv"] == 2 and not result.incomplete
+
+
+def test_a_parser_failure_outside_rows_fails_the_reconciliation(tmp_path, monkeypatch):
+    """A bug after the rows were read (here: merging WYWMT's repeated sentences) leaves one file row,
+    but the file's rows stay counted and the file is listed as incomplete: the check cannot pass."""
+    from pipeline.benchmarks.wyweb import adapter as wyweb
+
+    _write(tmp_path / "wywmt" / "dev.tsv", "古文一\t今译一\n古文二\t今译二\n")
+    _write(tmp_path / "tlc" / "dev.tsv", "远古\t先秦\t天时不如地利。\n")
+
+    def merge_bug(items):
+        raise RuntimeError("merge bug")
+
+    monkeypatch.setattr(wyweb, "_merge_references", merge_bug)
+    result = parse_source(SourceSpec("wyweb", tmp_path, "v"))
+    assert [i["item_id"] for i in result.items] == ["wyweb/dev/tlc/1"]
+    (row,) = result.quarantine
+    assert (row["source_file"], row["source_locator"]) == ("wywmt/dev.tsv", "file")
+    assert result.raw_counts["wywmt/dev.tsv"] == 2              # rows, not one per file
+    assert result.incomplete == {"wywmt/dev.tsv": "could not parse file: RuntimeError: merge bug"}

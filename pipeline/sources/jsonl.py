@@ -1,15 +1,26 @@
 """Shared reading of wenheng's own JSONL formats (Fùxì, CP-DUE): `<dir>/<split>.jsonl` or one
-`.jsonl` file, one JSON object per line with an `id` unique in its file."""
+`.jsonl` file, one JSON object per line with an `id` unique in its file.
+
+Each line is one raw row: a line that is blank, not JSON (NaN, nesting too deep to read) or not
+an object is quarantined here; adapters read each object through `row` (reading.guarded_row), so
+an unexpected error in one line quarantines that line only."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.reading import ParseResult, display_path, guarded_file, read_lines
+from pipeline.sources.reading import (
+    ParseResult,
+    Row,
+    display_path,
+    guarded_file,
+    guarded_row,
+    json_row,
+    read_lines,
+)
 
 
 def files(spec: SourceSpec) -> tuple[Path, list[Path]]:
@@ -42,15 +53,21 @@ def _objects(benchmark: str, path: Path, shown: str, result: ParseResult) -> Ite
         if not line.strip():
             result.reject(benchmark, shown, locator, "blank line", line)
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            result.reject(benchmark, shown, locator, f"not valid JSON: {exc}", line)
+        record, reason = json_row(line)
+        if reason is not None:
+            result.reject(benchmark, shown, locator, reason, line)
             continue
         if not isinstance(record, dict):
             result.reject(benchmark, shown, locator, "not a JSON object", line)
             continue
         yield locator, record
+
+
+def row(result: ParseResult, benchmark: str, shown: str, locator: str, record: dict,
+        build: Callable[[dict], Row]) -> dict[str, Any] | None:
+    """`build(record)` for one line's object, guarded: its item, or None once the line is
+    quarantined (bad text, a reason, or any error while reading it)."""
+    return guarded_row(result, benchmark, shown, locator, record, lambda: build(record))
 
 
 def record_id(record: dict) -> str | None:

@@ -3,18 +3,36 @@
 topic and its level (General Historical Knowledge / Short / Long Text Understanding).
 
 Test answers are withheld by AC-EVAL; `submission` writes predictions for the test split in the
-JSON shape its organisers score."""
+JSON shape its organisers score.
+
+A subject's level is its `task_group`, which decides how the average is taken (the mean of the
+three levels), so it is never guessed: when subject_mapping.json is broken (not UTF-8, not JSON,
+not an object), lacks the subject or gives it no valid level, the subject's rows are quarantined
+with the reason. Without any subject_mapping.json, AC-EVAL's own 13 subjects take their published
+levels (`SUBJECT_LEVELS`) and other subjects' rows are quarantined."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
+import sys
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.reading import ParseResult, display_path, guarded_file, provenance, read_text
+from pipeline.sources.reading import (
+    FileUnreadable,
+    ParseResult,
+    Row,
+    display_path,
+    guarded_file,
+    guarded_row,
+    json_type,
+    parse_json,
+    provenance,
+    read_text,
+)
 
 LICENSE = "CC BY-NC-SA 4.0"
 OPTION_COLUMNS = ("A", "B", "C", "D")
@@ -25,27 +43,70 @@ SUBJECTS = (
     "event_extraction", "sentence_pauses", "summarization_and_analysis", "poetry_appreciation",
 )
 TEST_ITEM_ID = re.compile(r"^aceval/test/([^/]+)/(\d+)$")
+# The three levels (task_group) of AC-EVAL's subject_mapping.json, and each subject's level as
+# AC-EVAL publishes it: used only when a source has no subject_mapping.json at all.
+LEVELS = ("General Historical Knowledge", "Short Text Understanding", "Long Text Understanding")
+SUBJECT_LEVELS = {subject: LEVELS[0] for subject in SUBJECTS[:5]} | {
+    subject: LEVELS[1] for subject in SUBJECTS[5:10]} | {subject: LEVELS[2] for subject in SUBJECTS[10:]}
+MAPPING_FILE = "subject_mapping.json"
 
 
 def parse(spec: SourceSpec) -> ParseResult:
     result = ParseResult()
     root = spec.path
-    mapping_file = root / "subject_mapping.json"
-    mapping: dict = {}
-    if mapping_file.is_file():
-        try:
-            loaded = json.loads(read_text(mapping_file))
-            mapping = loaded if isinstance(loaded, dict) else {}
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            mapping = {}  # subjects then fall back to their file names; the CSV rows still load
+    mapping, broken = _load_mapping(root / MAPPING_FILE)
     for split in ("dev", "test"):
         if not spec.includes_split(split):
             continue
         for path in sorted((root / split).glob("*.csv")):
             shown = display_path(path, root)
-            guarded_file(result, "aceval", shown, lambda own, split=split, path=path, shown=shown:
-                         _parse_file(spec, split, path, shown, mapping, own))
+            subject = subject_info(path.stem, mapping, broken)
+            guarded_file(result, "aceval", shown, lambda own, split=split, path=path, shown=shown, subject=subject:
+                         _parse_file(spec, split, path, shown, subject, own))
     return result
+
+
+def _load_mapping(path) -> tuple[dict | None, str | None]:
+    """(subject -> entry, None); (None, None) when there is no mapping file; (None, the problem)
+    when there is one that cannot be read as an object of subjects."""
+    if not path.exists():
+        return None, None
+    try:
+        loaded = parse_json(read_text(path))
+    except UnicodeDecodeError:
+        return None, f"{MAPPING_FILE} is not UTF-8 text"
+    except (ValueError, RecursionError) as exc:
+        return None, f"{MAPPING_FILE} is not valid JSON ({type(exc).__name__}: {exc})"
+    except OSError as exc:
+        return None, f"{MAPPING_FILE} cannot be read ({exc})"
+    if not isinstance(loaded, dict):
+        return None, f"{MAPPING_FILE} is {json_type(loaded)}, not an object of subjects"
+    return loaded, None
+
+
+def subject_info(subject: str, mapping: dict | None, broken: str | None) -> dict[str, Any] | str:
+    """The subject's level and names ({"level", "Chinese", "English"}), or why its rows cannot be
+    given a level (the reason they are quarantined with)."""
+    unknown = "so the level (task_group) of its rows is unknown"
+    if broken:
+        return f"{broken}, {unknown}"
+    if mapping is None:
+        if subject not in SUBJECT_LEVELS:
+            return f"no {MAPPING_FILE} and {subject!r} is not one of AC-EVAL's 13 subjects, {unknown}"
+        return {"level": SUBJECT_LEVELS[subject], "Chinese": None, "English": None}
+    entry = mapping.get(subject)
+    if entry is None:
+        return f"subject {subject} is not in {MAPPING_FILE}, {unknown}"
+    if not isinstance(entry, dict):
+        return f"{MAPPING_FILE}: {subject} is {json_type(entry)}, not an object, {unknown}"
+    level = entry.get("Supercategory")
+    if not isinstance(level, str) or level not in LEVELS:
+        return f"{MAPPING_FILE}: {subject} has Supercategory {level!r}, not one of {list(LEVELS)}"
+    names = {k: entry.get(k) for k in ("Chinese", "English")}
+    wrong = [k for k, v in names.items() if v is not None and not isinstance(v, str)]
+    if wrong:
+        return f"{MAPPING_FILE}: {subject}'s {wrong[0]} is {json_type(names[wrong[0]])}, not text"
+    return {"level": level, **names}
 
 
 def submission(predictions: Mapping[str, str | None] | Iterable[tuple[str, str | None]]) -> dict[str, dict[str, str]]:
@@ -71,16 +132,15 @@ def submission(predictions: Mapping[str, str | None] | Iterable[tuple[str, str |
     return {s: {str(i): by_subject[s][i] for i in sorted(by_subject[s])} for s in order}
 
 
-def _parse_file(spec, split, path, shown, mapping, result: ParseResult) -> None:
-    subject = path.stem
-    info = mapping.get(subject)
-    info = info if isinstance(info, dict) else {}
+def _parse_file(spec, split, path, shown, subject: dict[str, Any] | str, result: ParseResult) -> None:
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)   # an over-long field is one bad row (text_problem), not a bad file
     try:
         rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
     except csv.Error as exc:
-        result.raw_counts[shown] += 1
-        result.reject("aceval", shown, "file", f"unreadable CSV: {exc}", "")
-        return
+        raise FileUnreadable(f"unreadable CSV: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
     if not rows:
         return
     header, body = rows[0], rows[1:]
@@ -92,44 +152,50 @@ def _parse_file(spec, split, path, shown, mapping, result: ParseResult) -> None:
             result.reject("aceval", shown, f"row {n}", f"missing columns: {', '.join(missing)}", row)
         return
     col = {name: header.index(name) for name in header}
+    names = [name if name and header.count(name) == 1 else f"column {i + 1}" for i, name in enumerate(header)]
     seen: set[str] = set()
     for n, row in enumerate(body):
         result.raw_counts[shown] += 1
-        if len(row) != len(header):
-            result.reject("aceval", shown, f"row {n}", f"{len(row)} fields, header has {len(header)}", row)
-            continue
-        key = row[0].strip() if header[0] == "" else str(n)
-        if not key.isdigit():
-            result.reject("aceval", shown, f"row {n}", f"index {key!r} is not a row number", row)
-            continue
-        if key in seen:
-            result.reject("aceval", shown, f"row {n}", f"duplicate index {key}", row)
-            continue
-        question = row[col["Question"]]
-        answer = row[col["Answer"]].strip() if "Answer" in col else None
-        if not question.strip():
-            result.reject("aceval", shown, f"row {n}", "empty question", row)
-            continue
-        if split == "dev" and answer not in OPTION_COLUMNS:
-            result.reject("aceval", shown, f"row {n}", f"answer {answer!r} is not one of A-D", row)
-            continue
-        seen.add(key)
-        meta = {"topic_zh": info.get("Chinese", subject), "subject_en": info.get("English", subject)}
-        if "Explanation" in col:
-            meta["explanation"] = row[col["Explanation"]]
-        result.items.append({
-            "item_id": f"aceval/{split}/{subject}/{key}",
-            **provenance(spec, shown, f"row {n}", LICENSE),
-            "split": split,
-            "task": subject,
-            "task_group": info.get("Supercategory", "unknown"),
-            "domain": info.get("Chinese"),
-            "capability": None,
-            "format": "mcq_single",
-            "context": None,
-            "question": question,
-            "choices": [row[col[c]] for c in OPTION_COLUMNS],   # not stripped: the official prompt keeps spaces
-            "answer": answer,
-            "references": [],
-            "metadata": meta,
-        })
+        item = guarded_row(result, "aceval", shown, f"row {n}", row,
+                           lambda row=row, n=n: _row(spec, split, path.stem, shown, n, row, header, col, seen, subject),
+                           fields=dict(zip(names, row)) if len(row) == len(header) else row)
+        if item is not None:
+            seen.add(item["item_id"].rsplit("/", 1)[1])
+            result.items.append(item)
+
+
+def _row(spec, split, name, shown, n, row, header, col, seen, subject: dict[str, Any] | str) -> Row:
+    if len(row) != len(header):
+        return None, f"{len(row)} fields, header has {len(header)}"
+    key = row[0].strip() if header[0] == "" else str(n)
+    if not key.isdigit():
+        return None, f"index {key!r} is not a row number"
+    if key in seen:
+        return None, f"duplicate index {key}"
+    question = row[col["Question"]]
+    answer = row[col["Answer"]].strip() if "Answer" in col else None
+    if not question.strip():
+        return None, "empty question"
+    if split == "dev" and answer not in OPTION_COLUMNS:
+        return None, f"answer {answer!r} is not one of A-D"
+    if isinstance(subject, str):
+        return None, subject
+    meta = {"topic_zh": subject["Chinese"] or name, "subject_en": subject["English"] or name}
+    if "Explanation" in col:
+        meta["explanation"] = row[col["Explanation"]]
+    return {
+        "item_id": f"aceval/{split}/{name}/{key}",
+        **provenance(spec, shown, f"row {n}", LICENSE),
+        "split": split,
+        "task": name,
+        "task_group": subject["level"],
+        "domain": subject["Chinese"],
+        "capability": None,
+        "format": "mcq_single",
+        "context": None,
+        "question": question,
+        "choices": [row[col[c]] for c in OPTION_COLUMNS],   # not stripped: the official prompt keeps spaces
+        "answer": answer,
+        "references": [],
+        "metadata": meta,
+    }, ""

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
-from pipeline.sources.reading import ParseResult, letter, provenance
+from pipeline.sources.jsonl import parse_files, record_id, row, string_list, text_field
+from pipeline.sources.reading import ParseResult, letter, non_text, provenance
 
 LICENSE = "wenheng-defined format; no public CP-DUE data"
 
@@ -83,9 +83,8 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
     seen: set[str] = set()
     accepted: list[tuple[str, dict, dict]] = []
     for locator, record in rows:
-        item, reason = _item(record)
+        item = row(result, "cpdue", shown, locator, record, _item)
         if item is None:
-            result.reject("cpdue", shown, locator, reason, record)
             continue
         key = record_id(record)
         if key in seen:
@@ -147,9 +146,13 @@ def _row_id(item: dict) -> str:
 def _item(record: dict) -> Row:
     if record_id(record) is None:
         return None, "missing or invalid id (a non-empty string or integer without '/')"
-    task = TASKS.get(record.get("task"))
+    name = record.get("task")
+    task = TASKS.get(name) if isinstance(name, str) else None
     if task is None:
-        return None, f"task {record.get('task')!r} is not one of {sorted(TASKS)}"
+        return None, f"task {name!r} is not one of {sorted(TASKS)}"
+    wrong = non_text(record, ("question", "title", "author", "content", "line"))
+    if wrong:
+        return None, wrong
     if task.name == "ST" and record.get("options", STYLES) != STYLES:
         return None, f"ST options must be CP-DUE's eight styles in order ({'、'.join(STYLES)}): its prompt names them"
     options = record.get("options", STYLES if task.name == "ST" else None)
@@ -188,7 +191,7 @@ def _item(record: dict) -> Row:
             return None, f"{task.name} needs 'group' linking its {len(parts)} questions"
         if task.name == "AU" and "/" in str(group):
             return None, "an AU group becomes the item's id: no '/'"
-        if part not in parts:
+        if not isinstance(part, str) or part not in parts:
             return None, f"part {part!r} is not one of {sorted(parts)}"
         metadata.update({"group": str(group).strip(), "part": part})
         if task.name == "AU":

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
-from pipeline.sources.reading import ParseResult, provenance
+from pipeline.sources.jsonl import parse_files, record_id, row, string_list, text_field
+from pipeline.sources.reading import ParseResult, non_text, provenance
 
 LICENSE = "wenheng-defined format; no public Fùxì data"
 
@@ -83,9 +83,8 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
                 result: ParseResult) -> None:
     seen: set[tuple[str, str]] = set()
     for locator, record in rows:
-        item, reason = _item(record)
+        item = row(result, "fuxi", shown, locator, record, _item)
         if item is None:
-            result.reject("fuxi", shown, locator, reason, record)
             continue
         key = (item["task"], record_id(record))
         if key in seen:
@@ -103,9 +102,13 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
 def _item(record: dict) -> Row:
     if record_id(record) is None:
         return None, "missing or invalid id (a non-empty string or integer without '/')"
-    task = TASKS.get(record.get("task"))
+    name = record.get("task")
+    task = TASKS.get(name) if isinstance(name, str) else None
     if task is None:
-        return None, f"task {record.get('task')!r} is not one of the 21 Fùxì tasks"
+        return None, f"task {name!r} is not one of the 21 Fùxì tasks"
+    wrong = non_text(record, ("input", "output", "context"))
+    if wrong:
+        return None, wrong
     question, gold = text_field(record, "input"), text_field(record, "output")
     if question is None or gold is None:
         return None, "missing or empty: " + ", ".join(k for k in ("input", "output") if not text_field(record, k))

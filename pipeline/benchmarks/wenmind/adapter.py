@@ -1,25 +1,46 @@
 """WenMind: one JSON array of objects (id, domain, capability, question_format, coarse/fine task
-names in zh and en, optional difficulty, question, answer). MCQ options are inline in `question`."""
+names in zh and en, optional difficulty, question, answer). MCQ options are inline in `question`.
+
+Each array element is one raw row read through `guarded_row`: text fields must be strings (a
+number or object in `question` is quarantined, never `str()`-ed), and an MCQ whose answer names an
+option the inline options could not be split into (answer Z, options only up to H) is
+quarantined with the reason instead of becoming another format."""
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 
 from pipeline.config import SourceSpec
-from pipeline.sources.reading import ParseResult, display_path, guarded_file, provenance, read_text
+from pipeline.sources.reading import (
+    ParseResult,
+    Row,
+    display_path,
+    guarded_file,
+    guarded_row,
+    json_type,
+    non_text,
+    provenance,
+    read_json_array,
+)
 
 LICENSE = "CC BY-NC-SA 4.0"
 REQUIRED = ("id", "question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en")
-LETTERS = re.compile(r"^[A-H]$")
-LETTER_SET = re.compile(r"^[A-H](?:[、,，\s]*[A-H])+$")
+TEXT_FIELDS = ("question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en",
+               "fine_grained_task_zh", "coarse_grained_task_zh", "domain", "capability", "difficulty")
+# An MCQ answer that is option letters: one (mcq_single) or several (mcq_multi, "A、C").
+LETTERS = re.compile(r"^[A-Z]$")
+LETTER_SET = re.compile(r"^[A-Z](?:[、,，\s]*[A-Z])+$")
+# Inline options are split for the letters A-H (WenMind's questions have at most 6).
+INLINE_LETTERS = "ABCDEFGH"
 # Options are written inline after the stem, most often "A、text  B、text" / "A.text" / "A．text"
 # after a space or newline; some run on from the stem ("…？A.甲B.乙") or have no separator at all
 # ("…（）A杜甫B苏轼C李白"). Patterns from strict to loose; the letters found must read A, B, C, …
 INLINE_OPTION = re.compile(r"(?:^|\s|\n)([A-H])[、.．:：]\s*")
 GLUED_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])[、.．:：]\s*")
 BARE_OPTION = re.compile(r"(?<![A-Za-z0-9])([A-H])(?![A-Za-z0-9])")
+# An option after the last one split (I), inside the last option's text: the options run on.
+NEXT_OPTION = re.compile(r"(?<![A-Za-z0-9])I[、.．:：]")
 
 
 def split_inline_choices(question: str) -> list[str]:
@@ -66,52 +87,80 @@ def parse(spec: SourceSpec) -> ParseResult:
 
 
 def _parse_file(spec: SourceSpec, path, shown: str, result: ParseResult) -> None:
-    try:
-        records = json.loads(read_text(path))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        result.raw_counts[shown] += 1
-        result.reject("wenmind", shown, "file", f"unreadable file: {exc}", "")
-        return
-    if not isinstance(records, list):
-        result.raw_counts[shown] += 1
-        result.reject("wenmind", shown, "file", "expected a JSON array of items", str(type(records)))
-        return
     seen: set[str] = set()
-    for index, rec in enumerate(records):
+    for index, (rec, broken, text) in enumerate(read_json_array(path)):
         result.raw_counts[shown] += 1
-        if not isinstance(rec, dict):
-            result.reject("wenmind", shown, index, "not a JSON object", rec)
+        if broken is not None:
+            result.reject("wenmind", shown, index, broken, text)
             continue
-        missing = [k for k in REQUIRED if rec.get(k) in (None, "")]
-        if missing:
-            result.reject("wenmind", shown, index, f"missing or empty: {', '.join(missing)}", rec)
+        item = guarded_row(result, "wenmind", shown, index, rec,
+                           lambda rec=rec, index=index: _row(spec, shown, index, rec))
+        if item is None:
             continue
-        key = str(rec["id"])
+        key = item["item_id"].rsplit("/", 1)[1]
         if key in seen:
             result.reject("wenmind", shown, index, f"duplicate id {key}", rec)
             continue
         seen.add(key)
-        question, answer = str(rec["question"]), str(rec["answer"]).strip()
-        fmt = item_format(str(rec["question_format"]), answer)
-        choices = split_inline_choices(question) if fmt.startswith("mcq") else []
-        meta = {k: rec[k] for k in ("difficulty", "coarse_grained_task_zh", "fine_grained_task_zh",
-                                     "question_format") if k in rec}
-        result.items.append({
-            "item_id": f"wenmind/test/{_slug(rec['fine_grained_task_en'])}/{key}",
-            **provenance(spec, shown, index, LICENSE),
-            "split": "test",
-            "task": str(rec["fine_grained_task_en"]),
-            "task_group": str(rec["coarse_grained_task_en"]),
-            "domain": rec.get("domain"),
-            "capability": rec.get("capability"),
-            "format": fmt,
-            "context": None,
-            "question": question,
-            "choices": choices,
-            "answer": answer,
-            "references": [],
-            "metadata": meta,
-        })
+        result.items.append(item)
+
+
+def _row(spec: SourceSpec, shown: str, index: int, rec) -> Row:
+    if not isinstance(rec, dict):
+        return None, "not a JSON object"
+    missing = [k for k in REQUIRED if rec.get(k) is None or (isinstance(rec.get(k), str) and not rec[k].strip())]
+    if missing:
+        return None, f"missing or empty: {', '.join(missing)}"
+    wrong = non_text(rec, TEXT_FIELDS)
+    if wrong:
+        return None, wrong
+    if isinstance(rec["id"], bool) or not isinstance(rec["id"], (str, int)):
+        return None, f"id is {json_type(rec['id'])}, not a string or integer"
+    key = str(rec["id"]).strip()
+    question, answer = rec["question"], rec["answer"].strip()
+    fmt = item_format(rec["question_format"], answer)
+    choices: list[str] = []
+    if fmt.startswith("mcq"):
+        choices = split_inline_choices(question)
+        reason = _options_problem(choices, answer)
+        if reason:
+            return None, reason
+    meta = {k: rec[k] for k in ("difficulty", "coarse_grained_task_zh", "fine_grained_task_zh",
+                                 "question_format") if k in rec}
+    return {
+        "item_id": f"wenmind/test/{_slug(rec['fine_grained_task_en'])}/{key}",
+        **provenance(spec, shown, index, LICENSE),
+        "split": "test",
+        "task": rec["fine_grained_task_en"],
+        "task_group": rec["coarse_grained_task_en"],
+        "domain": rec.get("domain"),
+        "capability": rec.get("capability"),
+        "format": fmt,
+        "context": None,
+        "question": question,
+        "choices": choices,
+        "answer": answer,
+        "references": [],
+        "metadata": meta,
+    }, ""
+
+
+def _options_problem(choices: list[str], answer: str) -> str | None:
+    """Why an MCQ cannot be asked as written: its answer names an option the inline options were
+    not split into, or the options run on past H (option H's text holds an option I)."""
+    needed = sorted(set(re.findall(r"[A-Z]", answer)))
+    if not choices:
+        return (f"answer {answer} names option {needed[-1]}, but no inline options A, B, … could be "
+                "split from the question")
+    last = INLINE_LETTERS[len(choices) - 1]
+    beyond = [x for x in needed if x > last]
+    if beyond:
+        return (f"answer {answer} names option {beyond[-1]}, but the question's inline options "
+                f"were split only into A-{last}")
+    if len(choices) == len(INLINE_LETTERS) and NEXT_OPTION.search(choices[-1]):
+        return (f"the inline options run on past {last} (option {last}'s text holds an option I); "
+                f"at most {len(INLINE_LETTERS)} options (A-{last}) are split")
+    return None
 
 
 def _attach_label_sets(result: ParseResult) -> None:

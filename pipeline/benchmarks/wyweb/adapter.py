@@ -27,7 +27,6 @@ kept like any other; the sources file's `quality:` decides whether they are eval
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable
@@ -43,9 +42,12 @@ from pipeline.sources.reading import (
     ParseResult,
     display_path,
     guarded_file,
+    guarded_row,
+    json_row,
     letter,
-    load_json,
+    non_text,
     provenance,
+    read_json_array,
     read_lines,
 )
 
@@ -99,28 +101,24 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
                 shown: str, result: ParseResult) -> None:
     split = path.stem
     if kind == "array":
-        records = load_json(path)
-        if not isinstance(records, list):
-            result.raw_counts[shown] += 1
-            result.reject("wyweb", shown, "file", "expected a JSON array of objects", type(records).__name__)
-            return
-        rows = [(index, f"index {index}", rec) for index, rec in enumerate(records)]
+        rows = [(index, f"index {index}", rec if broken is None else text, broken)
+                for index, (rec, broken, text) in enumerate(read_json_array(path))]
     else:
-        rows = [(number, f"line {number}", line) for number, line in enumerate(read_lines(path), start=1)]
-    for key, locator, raw in rows:
+        rows = [(number, f"line {number}", line, None) for number, line in enumerate(read_lines(path), start=1)]
+    for key, locator, raw, broken in rows:
         result.raw_counts[shown] += 1
-        if kind == "jsonl":
-            try:
-                raw = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                result.reject("wyweb", shown, locator, f"not a JSON object: {exc}", raw)
-                continue
-        if kind != "tsv" and not isinstance(raw, dict):
-            result.reject("wyweb", shown, locator, "not a JSON object", raw)
+        if kind == "jsonl" and broken is None:
+            line = raw
+            raw, broken = json_row(line)
+            if broken is not None:
+                raw = line
+        if broken is not None:
+            result.reject("wyweb", shown, locator, broken, raw)
             continue
-        item, reason = reader(raw)
+        fields = {f"column {i}": part for i, part in enumerate(raw.split("\t"), start=1)} if kind == "tsv" else raw
+        item = guarded_row(result, "wyweb", shown, locator, raw, lambda raw=raw: _read(kind, reader, raw),
+                           fields=fields)
         if item is None:
-            result.reject("wyweb", shown, locator, reason, raw)
             continue
         item.setdefault("question", None)
         item.setdefault("references", [])
@@ -135,6 +133,12 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
         result.items.append(item)
     if task == "wywmt":
         result.items = _merge_references(result.items)
+
+
+def _read(kind: str, reader: Callable[[Any], Row], raw: Any) -> Row:
+    if kind != "tsv" and not isinstance(raw, dict):
+        return None, "not a JSON object"
+    return reader(raw)
 
 
 def _merge_references(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -217,12 +221,15 @@ def _gjc(line: str) -> Row:
 
 def _fspc(rec: dict) -> Row:
     poem, sentiments = rec.get("poem"), rec.get("sentiments")
+    wrong = non_text(rec, ("poem", "title", "poet", "dynasty"))
+    if wrong:
+        return None, wrong
     if not isinstance(poem, str) or not poem.strip():
         return None, "missing or empty: poem"
     if not isinstance(sentiments, dict):
         return None, "missing: sentiments"
     holistic = sentiments.get("holistic")
-    if holistic not in FSPC_LABELS:
+    if not isinstance(holistic, str) or holistic not in FSPC_LABELS:
         return None, f"holistic sentiment {holistic!r} not in {FSPC_LABELS}"
     lines = [part.strip() for part in poem.split("|")]
     if not all(lines):
@@ -277,27 +284,35 @@ def _option_flags(choices: list[str], answer: str) -> dict[str, Any]:
 
 def _wywrc(rec: dict) -> Row:
     missing = [k for k in ("article", "question", "answer", "option0", "option1", "option2", "option3")
-               if not isinstance(rec.get(k), (str, int)) or isinstance(rec.get(k), bool)]
+               if rec.get(k) is None]
     if missing:
         return None, f"missing: {', '.join(missing)}"
-    if not str(rec["article"]).strip() or not str(rec["question"]).strip():
+    wrong = non_text(rec, ("article", "question", "option0", "option1", "option2", "option3"))
+    if wrong:
+        return None, wrong
+    if isinstance(rec["answer"], bool) or not isinstance(rec["answer"], (str, int)):
+        return None, f"answer {rec['answer']!r} is not 0-3"
+    if not rec["article"].strip() or not rec["question"].strip():
         return None, "empty article or question"
     answer = str(rec["answer"]).strip()
     if answer not in ("0", "1", "2", "3"):
         return None, f"answer {answer!r} is not 0-3"
-    choices = [str(rec[f"option{i}"]) for i in range(4)]
+    choices = [rec[f"option{i}"] for i in range(4)]
     if not choices[int(answer)].strip():
         return None, f"the gold option {letter(int(answer))} (option{answer}) is empty"
     kind = rec.get("type")
     meta = {"type": kind, "type_name": WYWRC_TYPES.get(kind) if isinstance(kind, int) else None,
             **_option_flags(choices, letter(int(answer)))}
-    return {"task_group": "reading comprehension", "format": "mcq_single", "context": str(rec["article"]),
-            "question": str(rec["question"]), "choices": choices, "answer": letter(int(answer)),
+    return {"task_group": "reading comprehension", "format": "mcq_single", "context": rec["article"],
+            "question": rec["question"], "choices": choices, "answer": letter(int(answer)),
             "metadata": meta}, ""
 
 
 def _irc(rec: dict) -> Row:
     idiom, options, label, origin = rec.get("idiom"), rec.get("options"), rec.get("label"), rec.get("origin")
+    wrong = non_text(rec, ("idiom", "origin"))
+    if wrong:
+        return None, wrong
     if not isinstance(idiom, str) or not idiom.strip():
         return None, "missing or empty: idiom"
     if not isinstance(options, list) or len(options) != 4 or not all(isinstance(o, str) for o in options):
@@ -316,16 +331,20 @@ def _irc(rec: dict) -> Row:
 
 def _glner(rec: dict) -> Row:
     text, labels = rec.get("text"), rec.get("label")
+    wrong = non_text(rec, ("text",))
+    if wrong:
+        return None, wrong
     if not isinstance(text, str) or not text.strip():
         return None, "missing or empty: text"
     if not isinstance(labels, list):
         return None, "label must be a list of [start, end, type]"
     spans = []
     for span in labels:
-        if (not isinstance(span, list) or len(span) != 3 or not all(isinstance(x, int) for x in span[:2])):
+        if (not isinstance(span, list) or len(span) != 3
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in span[:2])):
             return None, f"entity {span!r} is not [start, end, type]"
         start, end, kind = span
-        if kind not in GLNER_MARKUP:
+        if not isinstance(kind, str) or kind not in GLNER_MARKUP:
             return None, f"entity type {kind!r} not in {sorted(GLNER_MARKUP)}"
         if not 0 <= start < end <= len(text):  # end is exclusive
             return None, f"entity {start}-{end} is outside the text ({len(text)} chars)"
