@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from pipeline.dedup.ngrams import POLY, Concat, gram_hashes, sorted_unique
+from pipeline.dedup.ngrams import BATCH_CHARS, POLY, Concat, batches, gram_hashes, sorted_unique
 from pipeline.dedup.params import DedupParams
 from pipeline.script import convert
 
@@ -64,7 +64,15 @@ def match_keys(texts: Sequence[str]) -> list[str]:
     """Keys of many texts at once: NFKC -> OpenCC t2s -> no whitespace, punctuation or symbols.
 
     Every distinct character is converted once and the corpus is mapped through a lookup table;
-    texts with characters whose normal form depends on context take the per-text path."""
+    texts with characters whose normal form depends on context take the per-text path. Texts go
+    in batches of about BATCH_CHARS characters: a key depends on its own text only."""
+    keys: list[str] = []
+    for start, end in batches([len(t) for t in texts]):
+        keys += _match_keys(texts[start:end])
+    return keys
+
+
+def _match_keys(texts: Sequence[str]) -> list[str]:
     if not texts:
         return []
     big = "\n".join(t.replace("\n", " ") for t in texts)
@@ -103,20 +111,44 @@ def strip_templates(keys: Sequence[str], groups: Sequence[Hashable], params: Ded
     `template_share` of a group's items (and in at least `template_min_items` of them): prefixes
     ("把文言文翻译为白话文"), suffixes ("请问这首古诗词的体裁是什么"), fixed option lists and the
     fixed parts of fill-in templates alike. What is left is the item's own content. An item that
-    would lose everything (a group of identical items) keeps its full key."""
+    would lose everything (a group of identical items) keeps its full key.
+
+    Groups are independent, so whole groups go in batches of about BATCH_CHARS characters (in
+    input order within each batch), which bounds the memory of the per-character arrays."""
     if not keys:
         return []
-    q = params.template_ngram
     group_ids: dict[Hashable, int] = {}
     group_of = np.array([group_ids.setdefault(g, len(group_ids)) for g in groups], dtype=np.int64)
-    sizes = np.bincount(group_of, minlength=len(group_ids))
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+    order = np.argsort(group_of, kind="stable")
+    group_end = np.cumsum(np.bincount(group_of, minlength=len(group_ids)))
+    group_start = group_end - np.bincount(group_of, minlength=len(group_ids))
+    group_chars = np.bincount(group_of, weights=lengths + 1, minlength=len(group_ids))
+    out = list(keys)
+    for start, end in batches(group_chars - 1, BATCH_CHARS):  # runs of whole groups
+        members = np.sort(order[group_start[start]:group_end[end - 1]])
+        stripped = _strip_batch([keys[i] for i in members.tolist()], group_of[members], params)
+        for i, key in zip(members.tolist(), stripped):
+            out[i] = key
+    return out
+
+
+def _strip_batch(keys: list[str], group_ids: np.ndarray, params: DedupParams) -> list[str]:
+    """strip_templates on whole groups: `group_ids` are the corpus-wide ids (the n-gram hashes
+    are made distinct per group with them)."""
+    q = params.template_ngram
+    ids, group_of = np.unique(group_ids, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    sizes = np.bincount(group_of, minlength=len(ids))
     needed = np.maximum(np.ceil(params.template_share * sizes), params.template_min_items)
     concat = Concat.of(keys)
     key_of, pos = concat.windows(q)
     if not len(pos):
         return list(keys)
     # top 40 bits of the n-gram hash, made distinct per group
-    grams = (gram_hashes(concat.codes, q)[pos] ^ (group_of[key_of].astype(np.uint64) * POLY)) >> np.uint64(24)
+    grams = gram_hashes(concat.codes, q)[pos]
+    grams ^= ids[group_of[key_of]].astype(np.uint64) * POLY
+    grams >>= np.uint64(24)
 
     # Candidates come from a sample of each large group (a fragment in half of the items is in
     # far more than 30% of any 128 of them); their exact frequency is then counted on all items.
@@ -140,7 +172,7 @@ def strip_templates(keys: Sequence[str], groups: Sequence[Hashable], params: Ded
     left = concat.lengths - _per_key_sum(covered, concat)
     for i in np.flatnonzero((left == 0) & (concat.lengths > 0)).tolist():
         covered[concat.starts[i]:concat.starts[i] + concat.lengths[i]] = False
-    kept = concat.codes[~covered].astype(np.uint32)
+    kept = concat.codes[~covered]
     return kept.tobytes().decode("utf-32-le").split("\n")
 
 

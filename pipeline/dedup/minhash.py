@@ -17,46 +17,54 @@ from functools import lru_cache
 
 import numpy as np
 
-from pipeline.dedup.ngrams import POLY, Concat, gram_hashes, sorted_unique
+from pipeline.dedup.ngrams import POLY, Concat, batches, gram_hashes, sorted_unique
 from pipeline.dedup.params import DedupParams
 
 
-def _mix64(h: np.ndarray) -> np.ndarray:
-    """splitmix64 finalizer. Polynomial hashes of overlapping n-grams are related; fed to
-    MinHash as they are, their minima agree far more often than the sets do (7x the LSH
+def _mix64(h: np.ndarray) -> None:
+    """splitmix64 finalizer, in place. Polynomial hashes of overlapping n-grams are related; fed
+    to MinHash as they are, their minima agree far more often than the sets do (7x the LSH
     candidates on real keys), so shingle hashes are mixed once."""
-    h = h ^ (h >> np.uint64(30))
+    h ^= h >> np.uint64(30)
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(27)
     h *= np.uint64(0x94D049BB133111EB)
     h ^= h >> np.uint64(31)
-    return h
 
 
 def shingle_hashes(keys: Sequence[str], params: DedupParams) -> tuple[np.ndarray, np.ndarray]:
     """Character n-gram hashes of every key, concatenated, and the offsets of each key's slice.
 
     5-grams (short_ngram for keys shorter than short_len); a key shorter than its n is one
-    shingle; an empty key has none. Repeats inside one key are kept (MinHash ignores them)."""
-    concat = Concat.of(keys)
-    lengths = concat.lengths
+    shingle; an empty key has none. Repeats inside one key are kept (MinHash ignores them).
+    Keys are hashed in batches (ngrams.batches) straight into the one output array."""
+    lengths = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     n_of = np.where(lengths < params.short_len, params.short_ngram, params.ngram)
     counts = np.where(lengths >= n_of, lengths - n_of + 1, (lengths > 0).astype(np.int64))
     offsets = np.zeros(len(keys) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     out = np.empty(int(offsets[-1]), dtype=np.uint64)
+    for start, end in batches(lengths):
+        part = out[offsets[start]:offsets[end]]
+        _shingles_into(part, Concat.of(keys[start:end]), n_of[start:end], offsets[start:end + 1] - offsets[start])
+        _mix64(part)
+    return out, offsets
+
+
+def _shingles_into(out: np.ndarray, concat: Concat, n_of: np.ndarray, offsets: np.ndarray) -> None:
+    lengths = concat.lengths
     for n in np.unique(n_of).tolist():
         which = (n_of == n) & (lengths >= n)
         key_of, pos = concat.windows(n, which)
         out[offsets[key_of] + pos - concat.starts[key_of]] = gram_hashes(concat.codes, n)[pos]
     short = np.flatnonzero((lengths > 0) & (lengths < n_of))
-    whole = concat.codes[concat.starts[short]] * POLY  # the whole key is the one shingle
+    whole = concat.codes[concat.starts[short]].astype(np.uint64)  # the whole key is the one shingle
+    whole *= POLY
     for k in range(1, int(lengths[short].max(initial=1))):
         more = lengths[short] > k
         whole[more] += concat.codes[concat.starts[short[more]] + k]
         whole[more] *= POLY
     out[offsets[short]] = whole
-    return _mix64(out), offsets
 
 
 def _fold32(hashes: np.ndarray) -> np.ndarray:
@@ -182,25 +190,47 @@ def verified_pairs(hashes: np.ndarray, offsets: np.ndarray, candidates: np.ndarr
     local = np.full(len(offsets) - 1, -1, dtype=np.int64)
     local[involved] = np.arange(len(involved))
     lengths = np.diff(offsets)[involved]
-    owner = np.repeat(np.arange(len(involved), dtype=np.uint64), lengths)
-    shingles = hashes[_ranges(offsets[involved], lengths)] >> np.uint64(24)
-    distinct, _ = sorted_unique((owner << np.uint64(40)) | shingles)  # sets: repeats dropped
+    # each involved key's shingle set (repeats dropped), sorted, key after key; one sort per
+    # batch of keys, since the key number is the high part of what is sorted
+    sets = []
+    for start, end in batches(lengths - 1, _VERIFY_BLOCK):
+        owner = np.repeat(np.arange(start, end, dtype=np.uint64), lengths[start:end])
+        owner <<= np.uint64(40)
+        owner |= hashes[_ranges(offsets[involved[start:end]], lengths[start:end])] >> np.uint64(24)
+        sets.append(sorted_unique(owner)[0])
+        del owner
+    distinct = np.concatenate(sets)
+    del sets
     size = np.bincount((distinct >> np.uint64(40)).astype(np.int64), minlength=len(involved))
     first = np.concatenate(([0], np.cumsum(size)[:-1]))
-    values = distinct & np.uint64((1 << 40) - 1)
+    distinct &= np.uint64((1 << 40) - 1)
+    values = distinct
     found = []
-    for block in range(0, len(candidates), 1 << 20):  # pair numbers must fit in 24 bits
-        pairs = candidates[block:block + (1 << 20)]
-        a, b = local[pairs[:, 0]], local[pairs[:, 1]]
-        number = np.arange(len(pairs), dtype=np.uint64) << np.uint64(40)
-        tagged = np.concatenate([np.repeat(number, size[a]) | values[_ranges(first[a], size[a])],
-                                 np.repeat(number, size[b]) | values[_ranges(first[b], size[b])]])
-        seen, count = sorted_unique(tagged)
-        shared = np.bincount((seen[count == 2] >> np.uint64(40)).astype(np.int64), minlength=len(pairs))
-        similarity = shared / (size[a] + size[b] - shared)
-        keep = np.flatnonzero(similarity >= threshold)
-        found += zip(pairs[keep, 0].tolist(), pairs[keep, 1].tolist(), similarity[keep].tolist())
+    # blocks of pairs with at most _VERIFY_BLOCK shingles between them (and pair numbers that
+    # fit in 24 bits): the concatenated sets of a block are what gets sorted
+    volume = size[local[candidates[:, 0]]] + size[local[candidates[:, 1]]]
+    for start, end in batches(np.minimum(volume, _VERIFY_BLOCK) - 1, _VERIFY_BLOCK):
+        for block in range(start, end, 1 << 20):
+            found += _verify_block(candidates[block:min(end, block + (1 << 20))], local, size, first, values,
+                                   threshold)
     return found
+
+
+_VERIFY_BLOCK = 1 << 23  # shingles per sort in verified_pairs: ~64 MB per uint64 array
+
+
+def _verify_block(pairs: np.ndarray, local: np.ndarray, size: np.ndarray, first: np.ndarray,
+                  values: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
+    """(i, j, jaccard) for one block of candidate pairs, from their sorted shingle sets."""
+    a, b = local[pairs[:, 0]], local[pairs[:, 1]]
+    number = np.arange(len(pairs), dtype=np.uint64) << np.uint64(40)
+    tagged = np.concatenate([np.repeat(number, size[a]) | values[_ranges(first[a], size[a])],
+                             np.repeat(number, size[b]) | values[_ranges(first[b], size[b])]])
+    seen, count = sorted_unique(tagged)
+    shared = np.bincount((seen[count == 2] >> np.uint64(40)).astype(np.int64), minlength=len(pairs))
+    similarity = shared / (size[a] + size[b] - shared)
+    keep = np.flatnonzero(similarity >= threshold)
+    return list(zip(pairs[keep, 0].tolist(), pairs[keep, 1].tolist(), similarity[keep].tolist()))
 
 
 def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

@@ -14,6 +14,21 @@ from dataclasses import dataclass
 import numpy as np
 
 POLY = np.uint64(0x9E3779B97F4A7C15)  # odd multiplier of the polynomial rolling hash
+BATCH_CHARS = 1 << 22  # characters per batch: the per-character arrays of one batch stay ~100 MB
+
+
+def batches(lengths: Sequence[int] | np.ndarray, budget: int = BATCH_CHARS) -> list[tuple[int, int]]:
+    """Consecutive (start, end) ranges of keys with about `budget` characters each (a longer key
+    is a batch of its own). Work that is done per key gives the same result batch by batch, and
+    its temporary arrays scale with the batch instead of the corpus."""
+    total = np.cumsum(np.asarray(lengths, dtype=np.int64) + 1)
+    cuts, start = [], 0
+    while start < len(total):
+        base = int(total[start - 1]) if start else 0
+        end = max(int(np.searchsorted(total, base + budget, side="right")), start + 1)
+        cuts.append((start, end))
+        start = end
+    return cuts
 
 
 def gram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
@@ -24,7 +39,8 @@ def gram_hashes(codes: np.ndarray, n: int) -> np.ndarray:
     m = len(codes) - n + 1
     if m <= 0:
         return np.empty(0, dtype=np.uint64)
-    h = codes[:m] * POLY
+    h = codes[:m].astype(np.uint64)
+    h *= POLY
     for k in range(1, n):
         h += codes[k:k + m]
         h *= POLY
@@ -44,13 +60,13 @@ def sorted_unique(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class Concat:
     """Keys joined by "\n" as code points, with each key's start and length."""
-    codes: np.ndarray   # uint64
+    codes: np.ndarray   # uint32 code points (gram_hashes widens them to 64 bits)
     starts: np.ndarray  # int64, one per key
     lengths: np.ndarray  # int64, one per key
 
     @classmethod
     def of(cls, keys: Sequence[str]) -> Concat:
-        codes = np.frombuffer("\n".join(keys).encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+        codes = np.frombuffer("\n".join(keys).encode("utf-32-le"), dtype=np.uint32)
         lengths = np.array(list(map(len, keys)), dtype=np.int64)
         starts = np.zeros(len(keys), dtype=np.int64)
         np.cumsum(lengths[:-1] + 1, out=starts[1:])
