@@ -21,6 +21,33 @@ def test_definitions_load_with_every_stage():
     assert defs.resolve_schedule_def("nightly_rebuild")
 
 
+def test_lineage_reads_left_to_right():
+    """Edges say what each asset is made from: raw_<b> -> items and quarantine, items ->
+    corrections_audit; the warehouse hangs off the assets nothing else leads to, and still has
+    every table it loads upstream of it."""
+    from pipeline.warehouse import BASE_TABLES
+
+    graph = defs.resolve_asset_graph()
+
+    def parents(name: str) -> set[str]:
+        return {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}
+
+    def upstream(names: set[str]) -> set[str]:
+        seen, todo = set(), list(names)
+        while todo:
+            for parent in parents(todo.pop()) - seen:
+                seen.add(parent)
+                todo.append(parent)
+        return seen
+
+    raw = {k.to_user_string() for k in graph.get_all_asset_keys() if k.to_user_string().startswith("raw_")}
+    assert parents("items") == parents("quarantine") == raw
+    assert parents("corrections_audit") == {"items"}
+    deps = parents("warehouse")
+    assert set(BASE_TABLES) <= deps | upstream(deps)
+    assert not any(dep in upstream(deps - {dep}) for dep in deps)   # none implied by another
+
+
 def test_domain_logic_does_not_import_dagster():
     offenders = []
     for path in (ROOT / "pipeline").rglob("*.py"):

@@ -5,7 +5,7 @@ values as datasketch's MinHash (affine32 permutations, same seed) for every key 
 passes; `candidate_pairs` gives the pairs MinHashLSH would return, from one sort per band; and
 `verified_pairs` keeps a candidate only if the exact Jaccard similarity of its shingle sets
 reaches the threshold, so LSH can be tuned for recall (`lsh_bands`) and false positives cost
-little. The equality with datasketch is tested (tests/test_dedup_script.py); the speed-up over
+little. The equality with datasketch is tested (tests/unit/dedup/test_dedup_script.py); the speed-up over
 its one-MinHash-per-item loop is measured by benchmarks/dedup.py.
 """
 
@@ -99,7 +99,9 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, params: DedupParams,
     a, b = _permutations(params.num_perm, params.seed)
     nonempty = np.flatnonzero(np.diff(offsets) > 0)
     starts = offsets[nonempty]
-    values = _fmix32(_fold32(hashes))
+    values = np.empty(len(hashes), dtype=np.uint32)
+    for s0 in range(0, len(hashes), 1 << 22):  # in slices: the 64-bit temporaries stay small
+        values[s0:s0 + (1 << 22)] = _fmix32(_fold32(hashes[s0:s0 + (1 << 22)]))
     out = np.empty((params.num_perm, len(nonempty)), dtype=np.uint32)
     cuts = np.unique(np.append(np.searchsorted(starts, np.arange(0, len(values), chunk)), len(starts)))
     buf = np.empty((params.num_perm, chunk), dtype=np.uint32)

@@ -6,7 +6,7 @@ POSTs over one aiohttp session. The official `openai` client's retry policy is r
 429, 408, 409 and 5xx, timeouts and dropped connections are retried up to `max_retries` times with
 exponential backoff and jitter, honouring Retry-After; everything else fails at once. A call that
 still fails becomes an error row (the client's exception name, the status and the server's
-message), never an exception. tests/test_openai_engine.py holds the policy to the installed
+message), never an exception. tests/integration/engines/test_openai_engine.py holds the policy to the installed
 client's own code.
 
 Why not the client itself: its generic request path costs about 0.8 ms of CPU per call (option

@@ -1,4 +1,4 @@
-"""Published numbers from the benchmarks' papers, typed in as data for tests/test_reproduction.py.
+"""Published numbers from the benchmarks' papers, typed in as data for tests/unit/test_reproduction.py.
 
 Every block names the paper table it comes from. Numbers are as printed (x100), except where a
 comment says how a block was repaired from the paper text (misaligned rows, typos in names).

@@ -1,7 +1,7 @@
 """Resuming after a SIGKILL: a run of the OpenAI engine behind the response cache is killed
 part-way; the next run, in a fresh process, sends only the prompts the cache lacks.
 
-The child process is this file run as a script: `python tests/test_resume.py BASE_URL CACHE`."""
+The child process is this file run as a script: `python tests/integration/engines/test_resume.py BASE_URL CACHE`."""
 
 from __future__ import annotations
 

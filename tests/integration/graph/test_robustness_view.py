@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 import pyarrow as pa
 import pytest
+from conftest import ROOT
 
 from pipeline import schema
 
-SQL = Path(__file__).resolve().parent.parent / "sql" / "30_robustness.sql"
+SQL = ROOT / "sql" / "30_robustness.sql"
 
 
 def _items():

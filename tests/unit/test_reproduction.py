@@ -6,7 +6,7 @@ out of n where the number is an exact k/n, a fractional score (partial credit) o
 through `paper_tables` with the card's real tables.yaml, and the card's aggregate rows must equal
 the paper's aggregates within what the printing of the numbers allows (the tolerance of each
 block says why). Rows a paper prints inconsistently are left out, each with the conflict named;
-the published numbers themselves are in tests/published_tables.py.
+the published numbers themselves are in tests/unit/published_tables.py.
 """
 
 from __future__ import annotations
