@@ -11,9 +11,10 @@ import yaml
 
 from pipeline import benchmarks
 from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
+from pipeline.dedup.policy import QUALITY_POLICIES
 from pipeline.paths import cache_dir
 from pipeline.script import VARIANT_CONFIGS
-from pipeline.sources.fetch import local_path
+from pipeline.sources.fetch import LIMIT_KEYS, FetchLimits, local_path, parse_limit
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENGINES = ("vllm", "openai", "baseline")
@@ -36,7 +37,8 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
-SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits", "evaluate"}
+SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits", "evaluate", "quality",
+               *LIMIT_KEYS}
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class SourceSpec:
     subpath: str = ""     # inside an unpacked archive: the file or folder to parse
     splits: tuple[str, ...] = ()   # only these splits (file stems / split folders); empty = all
     evaluate: tuple[str, ...] = ()  # the splits to ask and score; empty = the card's eval_splits
+    quality: str = "drop"           # items flagged for data quality: left out of evaluation, or `keep`
+    limits: FetchLimits = FetchLimits()  # a `url` source's download and unpack limits (fetch.py)
 
     def includes_split(self, split: str) -> bool:
         return not self.splits or split in self.splits
@@ -60,6 +64,7 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
     use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
     data = _load_yaml(path)
+    default_quality = _quality(data.get("quality", "drop"), str(path))
     specs: dict[str, SourceSpec] = {}
     for name, entry in (data.get("benchmarks") or {}).items():
         where = f"{path}: benchmarks.{name}"
@@ -89,6 +94,14 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
             if ".." in Path(subpath).parts:
                 raise ConfigError(f"{where}: subpath must stay inside the download")
             source_path = local_path(url, sha256, subpath, cache_dir() / "downloads")
+        limits = {key: entry[key] for key in LIMIT_KEYS if key in entry}
+        if limits and "path" in entry:
+            raise ConfigError(f"{where}: {', '.join(limits)} only apply to a 'url' source")
+        for key, value in limits.items():
+            try:
+                limits[key] = parse_limit(key, value)
+            except ValueError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         specs[name] = SourceSpec(
             benchmark=name,
             path=source_path,
@@ -99,10 +112,21 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
             subpath=subpath,
             splits=tuple(splits),
             evaluate=tuple(evaluate),
+            quality=_quality(entry.get("quality", default_quality), where),
+            limits=FetchLimits(**limits),
         )
     if not specs:
         raise ConfigError(f"{path}: no benchmarks configured under 'benchmarks:'")
     return specs
+
+
+def _quality(value: Any, where: str) -> str:
+    """`quality:` (top level, or per benchmark to override it): `drop` leaves the items an adapter
+    flags for data quality (HTML in an option, an empty option, the gold repeated) out of
+    evaluation; `keep` asks them too."""
+    if value not in QUALITY_POLICIES:
+        raise ConfigError(f"{where}: quality must be one of {', '.join(QUALITY_POLICIES)} (got {value!r})")
+    return value
 
 
 def load_duplicate_policy(path: Path) -> str:
@@ -147,4 +171,114 @@ def load_models(path: Path) -> dict[str, ModelSpec]:
             raise ConfigError(f"{where}: unknown variants {bad}; expected some of {', '.join(VARIANT_CONFIGS)}")
         settings = {b: tuple(s) for b, s in (entry.pop("settings", None) or {}).items()}
         models[str(name)] = ModelSpec(str(name), engine, entry, sampling, variants, settings)
+    _judges(path, data, models)  # a broken `judges:` fails here, not in the middle of a run
     return models
+
+
+@dataclass(frozen=True)
+class ReliabilitySpec:
+    sample_per_task: int = 5     # judged items per task that are judged again
+    repeats: int = 3             # k: how many times each is judged again (0: no repeats)
+    temperature: float = 0.7     # > 0, so the repeats can disagree
+    seed: int = 0                # the sample and the repeats' sampling seeds
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """`judges.<benchmark>` in models.yaml: who judges the benchmark's open answers, with which prompts."""
+
+    benchmark: str
+    model: str                   # an entry of `models:` (any engine but a baseline)
+    prompts: str = "wenheng"     # "wenheng": the card's judge.yaml; "official": `official` below
+    official: Path | None = None  # WenMind's Task_Score_Prompt.json (the user's copy)
+    max_tokens: int = 512
+    retries: int = 2             # extra attempts for an unreadable verdict, each with a reminder
+    structured_output: bool = True   # JSON schema / choice where the engine supports it
+    reliability: ReliabilitySpec = field(default_factory=ReliabilitySpec)
+
+
+JUDGE_KEYS = {"model", "prompts", "max_tokens", "retries", "structured_output", "reliability"}
+
+
+def load_judges(path: Path) -> dict[str, JudgeSpec]:
+    """`judges:` of the models file: benchmark -> JudgeSpec; benchmarks not named are not judged.
+    Judge calls run at temperature 0 whatever the judge model's own sampling says."""
+    data = _load_yaml(path)
+    return _judges(path, data, load_models(path))
+
+
+def _judges(path: Path, data: dict[str, Any], models: dict[str, ModelSpec]) -> dict[str, JudgeSpec]:
+    from pipeline.judge.prompts import PromptError, load_card_prompts, load_official
+
+    entries = data.get("judges") or {}
+    if not isinstance(entries, dict):
+        raise ConfigError(f"{path}: judges: expected a mapping benchmark -> {{model, prompts}}")
+    judges: dict[str, JudgeSpec] = {}
+    for bench, entry in entries.items():
+        where = f"{path}: judges.{bench}"
+        if bench not in benchmarks.names():
+            raise ConfigError(f"{where}: unknown benchmark; expected one of {', '.join(benchmarks.names())}")
+        judge_file = benchmarks.card(bench).judge_file
+        if judge_file is None:
+            raise ConfigError(f"{where}: the {bench} card has no judge prompts (judge.yaml)")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: expected a mapping {{model: <a model>, prompts: wenheng}}")
+        unknown = sorted(set(entry) - JUDGE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(JUDGE_KEYS)}")
+        model = entry.get("model")
+        if model not in models:
+            raise ConfigError(f"{where}.model: {model!r} is not an entry of models: ({', '.join(models)})")
+        if models[model].engine == "baseline":
+            raise ConfigError(f"{where}.model: {model!r} is a baseline; a judge must be a real model (vllm or openai)")
+        prompts, official = entry.get("prompts", "wenheng"), None
+        try:
+            card_prompts = load_card_prompts(judge_file)
+            if isinstance(prompts, dict) and set(prompts) == {"official"}:
+                if not card_prompts.supports_official:
+                    raise ConfigError(f"{where}.prompts: the {bench} card has no routing for official prompts")
+                official = (path.parent / str(prompts["official"])).resolve()
+                if not official.is_file():
+                    raise ConfigError(f"{where}.prompts.official: {official} not found")
+                load_official(official)
+                prompts = "official"
+            elif prompts != "wenheng":
+                raise ConfigError(f"{where}.prompts: expected wenheng or "
+                                  "{official: <path to Task_Score_Prompt.json>}")
+        except PromptError as exc:
+            raise ConfigError(f"{where}.prompts: {exc}") from exc
+        judges[bench] = JudgeSpec(
+            bench, model, prompts, official,
+            max_tokens=_positive_int(entry.get("max_tokens", 512), f"{where}.max_tokens", minimum=1),
+            retries=_positive_int(entry.get("retries", 2), f"{where}.retries", minimum=0),
+            structured_output=_flag(entry.get("structured_output", True), f"{where}.structured_output"),
+            reliability=_reliability(entry.get("reliability") or {}, f"{where}.reliability"),
+        )
+    return judges
+
+
+def _positive_int(value: Any, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{where}: expected an integer >= {minimum} (got {value!r})")
+    return value
+
+
+def _flag(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: expected true or false (got {value!r})")
+    return value
+
+
+def _reliability(entry: Any, where: str) -> ReliabilitySpec:
+    keys = {"sample_per_task", "repeats", "temperature", "seed"}
+    if not isinstance(entry, dict) or set(entry) - keys:
+        raise ConfigError(f"{where}: expected a mapping with some of {sorted(keys)}")
+    temperature = entry.get("temperature", 0.7)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature <= 2:
+        raise ConfigError(f"{where}.temperature: repeats need a temperature in (0, 2] (got {temperature!r})")
+    return ReliabilitySpec(
+        sample_per_task=_positive_int(entry.get("sample_per_task", 5), f"{where}.sample_per_task", minimum=0),
+        repeats=_positive_int(entry.get("repeats", 3), f"{where}.repeats", minimum=0),
+        temperature=float(temperature),
+        seed=_positive_int(entry.get("seed", 0), f"{where}.seed", minimum=0),
+    )

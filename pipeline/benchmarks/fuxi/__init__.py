@@ -1,5 +1,5 @@
 """Fùxì (Zhao et al., 2024): 21 understanding and generation tasks on classical Chinese; accuracy, BLEU, an LLM
-judge, and format rules for couplets and ci."""
+judge, and format rules for couplets and ci (tone, rhyme and cipai tables: pipeline/scoring/format_rules.py)."""
 
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from pipeline.benchmarks.fuxi.adapter import TASKS, parse
 
 # The paper's metric per task -> wenheng's rule scorer (pipeline/scoring/rules.py).
 SCORER_OF_METRIC = {"accuracy": "option", "bleu": "bleu", "llm_judge": "judge",
-                    "rule_couplet": "format_rules", "rule_ci": "format_rules"}
+                    "rule_couplet": "couplet_rules", "rule_ci": "ci_rules"}
 
 CARD = BenchmarkCard(
     name="fuxi",
@@ -18,4 +18,6 @@ CARD = BenchmarkCard(
     folder=Path(__file__).parent,
     parse=parse,
     scorers={task.name: SCORER_OF_METRIC[task.metric] for task in TASKS.values()},
+    # The ten QA tasks are scored by the paper's LLM evaluator (judge.yaml: its Figure 4 prompt, Y/N).
+    paper_scorer={task.name: "judge" for task in TASKS.values() if task.metric == "llm_judge"},
 )
