@@ -23,6 +23,7 @@ from pipeline.engines import Engine, Request
 from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.judge.prompts import OFFICIAL, Judged, NotJudged, PromptSet, load_card_prompts, load_official
 from pipeline.judge.verdicts import CHOICES, SCHEMAS, Unparseable, Verdict, parse
+from pipeline.redact import redact
 
 RESPONSE_KEYS = ("item_id", "benchmark", "variant", "setting", "model")
 TEXT_KEPT = 300   # characters of a failed attempt's text kept in details
@@ -105,7 +106,7 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
         stats.routed += 1
         reason = None
         if response.get("error") or response.get("text") is None:
-            reason = f"no response: {response.get('error') or 'missing'}"
+            reason = f"no response: {redact(response.get('error')) or 'missing'}"
         elif not item.get("answer"):
             reason = "no gold answer (withheld by the benchmark)"
         elif isinstance(prepared, NotJudged):
@@ -131,7 +132,7 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
             if done.error:
                 stats.errors += 1
                 rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
-                                 f"judge error: {done.error}", failures=p.failures))
+                                 f"judge error: {redact(done.error)}", failures=p.failures))
                 continue
             try:
                 verdict = parse(p.judged.score_type, done.text)

@@ -2,8 +2,9 @@
 
 It answers /v1/chat/completions, /v1/completions and /v1/models deterministically (the answer is
 a function of the prompt), can add latency and inject faults (429 with Retry-After or
-retry-after-ms, 500, 400, a hang past the client's timeout, a connection reset), and counts what
-arrived: attempts and successful completions per prompt, requests in flight.
+retry-after-ms, 500, 400, a hang past the client's timeout, a connection reset, a 401 or a
+plain-text 502 echoing the request's headers, key included, as a careless proxy does), and counts
+what arrived: attempts and successful completions per prompt, requests in flight.
 
 A success is counted only when the client is still connected as the answer is written, so a
 client that timed out, or was killed, never shows up as served.
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
-KINDS = ("429", "500", "400", "timeout", "reset")
+KINDS = ("429", "500", "400", "timeout", "reset", "echo", "echo-text")
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, "injected server error")
         elif fault.kind == "400":
             self._error(400, "injected bad request")
+        elif fault.kind == "echo":  # a 401 whose JSON message quotes the request's headers, key included
+            self._error(401, f"invalid credentials; request headers: {json.dumps(dict(self.headers.items()))}")
+        elif fault.kind == "echo-text":  # a proxy's plain-text 502 listing the request's headers
+            data = ("Bad gateway. Request headers:\n" + str(self.headers)).encode()
+            self.send_response(502)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         elif fault.kind == "timeout":
             time.sleep(fault.hang_s)   # past the client's timeout; then drop the connection unanswered
             self.close_connection = True
