@@ -70,6 +70,28 @@ def _answer(prompt: str, max_tokens: int, choices: list[str] | None = None) -> t
     return verdict(prompt, choices), "stop"
 
 
+def item(n, task, group, fmt, question, answer, bench="wenmind"):
+    """An item row as the judge reads it."""
+    return {"item_id": f"{bench}/test/{task}/{n}", "benchmark": bench, "task": task, "task_group": group,
+            "format": fmt, "question": question, "answer": answer, "context": None, "choices": [],
+            "metadata": {}}
+
+
+# One item for each WenMind route (wenheng's own test content), for the judge's tests.
+ITEMS = [
+    item(0, "function words", "function words", "mcq_single", "“说”的意思是：A、说话 B、高兴", "B"),
+    item(1, "poets and works", "poets and works", "mcq_multi", "下列属于唐代诗人的两项是：A、李白 B、苏轼 C、杜甫", "A、C"),
+    item(2, "sentiment classification", "sentiment classification", "classification", "这首诗的情感是？", "喜悦"),
+    item(3, "comprehension dictation", "basic Q&A", "fill_blank", "补全：学而时习之，____", "不亦说乎"),
+    item(4, "couplet following", "couplet", "open_qa", "上联：春风绿柳千家暖，请对下联。", "瑞雪红梅万户春"),
+    item(5, "poetry writing", "ancient poetry writing", "open_qa", "以“秋月”为题写一首五言绝句。", "（示例）"),
+    item(6, "ancient prose writing", "ancient prose writing", "open_qa", "以文言写一篇短文，题为《惜时》。", "（示例）"),
+    item(7, "synonyms", "idiom", "open_qa", "写出“一丝不苟”的一个近义成语。", "精益求精"),
+    item(8, "poet introduction", "poet introduction", "open_qa", "简要介绍王维。", "唐代诗人，号摩诘居士"),
+    item(9, "HengPi writing", "couplet", "open_qa", "为下面的对联拟横批：……", "万象更新"),
+]
+
+
 @contextmanager
 def scripted_judge(monkeypatch, faults: list[Fault] = ()) -> Iterator[OpenAIServer]:
     """The loopback server answering as the scripted judge (the server's `answer` swapped for

@@ -10,7 +10,7 @@ import json
 
 import pytest
 from conftest import ROOT, write_yaml
-from test_judge import ITEMS
+from scripted_judge import ITEMS
 from test_vllm_engine import TINY, TINY_YAML
 
 from pipeline.config import JudgeSpec

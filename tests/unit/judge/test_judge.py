@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT, upstream, write_yaml
-from scripted_judge import GARBLED, GARBLED_ONCE, OUT_OF_RANGE, scripted_judge
+from scripted_judge import GARBLED, GARBLED_ONCE, ITEMS, OUT_OF_RANGE, item, scripted_judge
 
 from pipeline.benchmarks import card
 from pipeline.config import ConfigError, JudgeSpec, ReliabilitySpec, load_judges, load_models
@@ -73,24 +73,6 @@ def test_unreadable_verdicts_say_why(score_type, text, why):
 
 # -- routing and prompts ------------------------------------------------------------------------
 
-def _item(n, task, group, fmt, question, answer, bench="wenmind"):
-    return {"item_id": f"{bench}/test/{task}/{n}", "benchmark": bench, "task": task, "task_group": group,
-            "format": fmt, "question": question, "answer": answer, "context": None, "choices": [],
-            "metadata": {}}
-
-
-ITEMS = [
-    _item(0, "function words", "function words", "mcq_single", "“说”的意思是：A、说话 B、高兴", "B"),
-    _item(1, "poets and works", "poets and works", "mcq_multi", "下列属于唐代诗人的两项是：A、李白 B、苏轼 C、杜甫", "A、C"),
-    _item(2, "sentiment classification", "sentiment classification", "classification", "这首诗的情感是？", "喜悦"),
-    _item(3, "comprehension dictation", "basic Q&A", "fill_blank", "补全：学而时习之，____", "不亦说乎"),
-    _item(4, "couplet following", "couplet", "open_qa", "上联：春风绿柳千家暖，请对下联。", "瑞雪红梅万户春"),
-    _item(5, "poetry writing", "ancient poetry writing", "open_qa", "以“秋月”为题写一首五言绝句。", "（示例）"),
-    _item(6, "ancient prose writing", "ancient prose writing", "open_qa", "以文言写一篇短文，题为《惜时》。", "（示例）"),
-    _item(7, "synonyms", "idiom", "open_qa", "写出“一丝不苟”的一个近义成语。", "精益求精"),
-    _item(8, "poet introduction", "poet introduction", "open_qa", "简要介绍王维。", "唐代诗人，号摩诘居士"),
-    _item(9, "HengPi writing", "couplet", "open_qa", "为下面的对联拟横批：……", "万象更新"),
-]
 WENHENG = PromptSet(load_card_prompts(card("wenmind").judge_file))
 
 
@@ -111,9 +93,9 @@ def test_fuxi_judges_exactly_its_ten_qa_tasks_with_the_figure_4_prompt():
     fuxi = prompt_set(JudgeSpec("fuxi", "judge"))
     judged = {task for task in ("ACRC", "IRC", "TCMSRC", "ASQA", "LCQA", "BA", "BD", "BCC", "PG", "PLST", "FQST",
                                 "IST", "IPT", "PT", "ACT", "PA", "IE", "TCMQA", "PE", "CG", "CiG")
-              if fuxi.prepare(_item(0, task, "x", "open_qa", "问", "答", "fuxi"), "预测") is not None}
+              if fuxi.prepare(item(0, task, "x", "open_qa", "问", "答", "fuxi"), "预测") is not None}
     assert judged == {"ASQA", "LCQA", "BA", "BD", "BCC", "PG", "PLST", "FQST", "IST", "IPT"}
-    text = fuxi.prepare(_item(0, "ASQA", "x", "open_qa", "外甥打灯笼", "照舅", "fuxi"), "照旧").text
+    text = fuxi.prepare(item(0, "ASQA", "x", "open_qa", "外甥打灯笼", "照舅", "fuxi"), "照旧").text
     assert text.startswith("作为一名阅卷老师,请根据以下评分标准对以下回答进行评价")
     assert text.endswith("<start> *** [任务输入]: 外甥打灯笼 *** [标准答案]: 照舅 *** [预测答案]: 照旧 *** <end> [评价结果]:")
     assert card("fuxi").paper_scorer_for("ASQA") == "judge" and card("fuxi").paper_scorer_for("PT") == "rule"
@@ -139,7 +121,7 @@ def test_official_prompts_are_read_from_the_users_file_and_routed_by_id(tmp_path
     # slots filled as (response, answer, question); the MCQ prompts never show the question
     assert "学生的回答" in routed[0].text and "B" in routed[0].text and "说话" not in routed[0].text
     assert "一丝不苟" in routed[7].text and "精益求精" in routed[7].text
-    unknown_form = _item(10, "poetry writing", "ancient poetry writing", "open_qa", "写一首古风。", "x")
+    unknown_form = item(10, "poetry writing", "ancient poetry writing", "open_qa", "写一首古风。", "x")
     assert "names none of its poem forms" in prompts.prepare(unknown_form, "x").reason
     # nothing of the official file is kept in the repository
     for path in (ROOT / "pipeline").rglob("*.yaml"):
@@ -192,8 +174,8 @@ def test_scripted_verdicts_become_scores_per_type(monkeypatch, tmp_path):
 
 def test_fuxi_verdicts_are_a_constrained_y_n_choice_and_unstructured_when_asked(monkeypatch, tmp_path):
     fuxi = prompt_set(JudgeSpec("fuxi", "judge"))
-    items = [_item(0, "ASQA", "question answering", "open_qa", "外甥打灯笼", "照舅", "fuxi"),
-             _item(1, "IST", "question answering", "open_qa", "卧薪尝胆", "《史记》", "fuxi")]
+    items = [item(0, "ASQA", "question answering", "open_qa", "外甥打灯笼", "照舅", "fuxi"),
+             item(1, "IST", "question answering", "open_qa", "卧薪尝胆", "《史记》", "fuxi")]
     with scripted_judge(monkeypatch) as server:
         rows, _ = _judge(server, [_response(items[0], "照舅"), _response(items[1], "不知道")], tmp_path,
                          spec=JudgeSpec("fuxi", "judge"), prompts=fuxi, items=items)
@@ -207,9 +189,9 @@ def test_fuxi_verdicts_are_a_constrained_y_n_choice_and_unstructured_when_asked(
 
 
 def test_unreadable_verdicts_are_retried_with_a_reminder_then_null_with_the_reason(monkeypatch, tmp_path):
-    items = [_item(0, "poet introduction", "poet introduction", "open_qa", f"介绍李白。{GARBLED_ONCE}", "诗仙"),
-             _item(1, "poet introduction", "poet introduction", "open_qa", f"介绍杜甫。{GARBLED}", "诗圣"),
-             _item(2, "couplet writing", "couplet", "open_qa", f"写一副春联。{OUT_OF_RANGE}", "x")]
+    items = [item(0, "poet introduction", "poet introduction", "open_qa", f"介绍李白。{GARBLED_ONCE}", "诗仙"),
+             item(1, "poet introduction", "poet introduction", "open_qa", f"介绍杜甫。{GARBLED}", "诗圣"),
+             item(2, "couplet writing", "couplet", "open_qa", f"写一副春联。{OUT_OF_RANGE}", "x")]
     with scripted_judge(monkeypatch) as server:
         rows, stats = _judge(server, [_response(i, i["answer"]) for i in items], tmp_path, items=items)
         prompts_seen = list(server.attempts)
