@@ -2,13 +2,23 @@
 prepare (unpartitioned) -> evaluate (one run per benchmark x model partition) -> publish.
 
 Runs go into the Dagster instance at $DAGSTER_HOME, so `dagster dev` shows them afterwards.
-Partitions of one model run back to back in this process, so a local model loads once."""
+Partitions of one model run back to back in this process, so a local model loads once.
+
+On a stop request (pipeline.stopping: SIGINT/SIGTERM in `wenheng run`) no further partition or
+publish is launched and the run that was stopped is marked canceled. Each run is tagged with this
+process's pid, so a run left STARTED by a killed process is marked failed at the next start."""
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pipeline import stopping
+
+PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
 
 
 @dataclass
@@ -16,6 +26,9 @@ class RunSummary:
     ok: bool = True
     # one entry per materialization: asset, partition, metadata values
     materializations: list[dict[str, Any]] = field(default_factory=list)
+    # one line per failed check or step: what failed, with the first errors and their counts
+    failures: list[str] = field(default_factory=list)
+    stopped: int | None = None   # the signal that stopped the run, if one did
 
     def metadata(self, asset: str, partition: str | None = None) -> dict[str, Any]:
         for m in reversed(self.materializations):
@@ -32,6 +45,8 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     from pipeline.definitions import defs
 
     instance = dg.DagsterInstance.get()
+    fail_orphaned_runs(instance, log)
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     known = set(instance.get_dynamic_partitions(models_partitions.name))
     missing = [m for m in models if m not in known]
     if missing:
@@ -50,7 +65,14 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         if not keys:
             return True
         result = job.execute_in_process(instance=instance, partition_key=partition_key, asset_selection=list(keys),
-                                        run_config=run_config, raise_on_error=False)
+                                        run_config=run_config, raise_on_error=False, tags=tags)
+        if not result.success:
+            stopping.wait(0.3)   # a signal Dagster caught reaches the stop request from a watcher thread
+        if stopping.stop_requested():
+            run = instance.get_run_by_id(result.run_id)
+            if run is not None and run.status != dg.DagsterRunStatus.CANCELED:
+                instance.report_run_canceled(run, message=f"stopped by signal {stopping.stop_signal()}")
+            summary.stopped = stopping.stop_signal()
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
             values = {k: v.value for k, v in mat.metadata.items()}
@@ -61,8 +83,15 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
                 evaluation = event.event_specific_data
-                log(f"  check {evaluation.check_name} on {evaluation.asset_key.to_user_string()} did not pass")
-        if not result.success:
+                where = f"{evaluation.asset_key.to_user_string()}{' [' + partition_key + ']' if partition_key else ''}"
+                log(f"  check {evaluation.check_name} on {where} did not pass")
+                meta = {k: v.value for k, v in evaluation.metadata.items()}
+                if "error_rate" in meta:
+                    summary.failures.append(
+                        f"{where}: {meta['errors']} of {meta.get('prompts', '?')} prompts failed "
+                        f"({meta['error_rate']:.0%}, allowed {meta.get('threshold', 0.05):.0%}); first errors:\n"
+                        + "\n".join(f"    {line}" for line in str(meta.get("first_errors", "")).splitlines()))
+        if not result.success and summary.stopped is None:
             for event in result.all_events:
                 if event.is_failure:
                     log(f"  FAILED: {event.message}")
@@ -74,11 +103,46 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         return summary
     for model in models:
         for benchmark in benchmarks:
+            if stopping.stop_requested():
+                summary.ok, summary.stopped = False, stopping.stop_signal()
+                return summary
             log(f"evaluate: {benchmark} x {model}")
             summary.ok &= execute("evaluate", dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
+    if stopping.stop_requested():
+        summary.ok, summary.stopped = False, stopping.stop_signal()
+        return summary
     log("publish: warehouse")
     summary.ok &= execute("publish")
     return summary
+
+
+def fail_orphaned_runs(instance, log: Callable[[str], None] = print) -> list[str]:
+    """Mark failed the runs left STARTED by a `wenheng run` on this host whose process is gone
+    (killed, or the machine went down). Returns their ids."""
+    import dagster as dg
+
+    host, marked = socket.gethostname(), []
+    for run in instance.get_runs(filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.CANCELING])):
+        pid = run.tags.get(PID_TAG)
+        if pid is None or run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run, message=f"the process that ran it (pid {pid}) is gone")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # its pool slot, else held forever
+        log(f"  run {run.run_id} ({run.job_name}) was left {run.status.value} by pid {pid}, which is gone: "
+            "marked failed")
+        marked.append(run.run_id)
+    return marked
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",

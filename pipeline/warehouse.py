@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -47,8 +48,9 @@ CURRENT_ONLY = {
 def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
     """Returns row counts per table and view."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = db_path.with_name(db_path.name + ".building")
-    tmp.unlink(missing_ok=True)
+    # A name of its own (two builders never share one), beside the target (same filesystem, so the
+    # swap is a rename: a reader opens either the old file or the new one, never a mix).
+    tmp = db_path.with_name(f"{db_path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.building")
     con = duckdb.connect(str(tmp))
     try:
         for table, (pattern, table_schema) in BASE_TABLES.items():
@@ -58,9 +60,16 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
         build_paper_tables(con)
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
                   for (name,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()}
-    finally:
+        con.execute("CHECKPOINT")   # everything in the file itself, no write-ahead log beside it
         con.close()
-    os.replace(tmp, db_path)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, db_path)
+    except BaseException:
+        con.close()
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            leftover.unlink(missing_ok=True)
+        raise
     return counts
 
 

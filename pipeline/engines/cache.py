@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline import paths
+from pipeline import paths, stopping
 from pipeline.engines import Completion, Engine, Request
 from pipeline.schema import stable_hash
 
@@ -120,6 +120,8 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
     unique_missing = {r.cache_key: r for r in requests if r.cache_key not in found}
     todo = list(unique_missing.values())
     log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send")
+    if todo and stopping.stop_requested():
+        raise stopping.Stopped(f"stop requested: {len(todo)} prompts left unsent")
     if todo:
         engine.load()  # outside the timing: throughput is about generation, not weight loading
 
@@ -128,8 +130,13 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
                 cache.put(todo[index].cache_key, comp)
 
         started = time.perf_counter()
-        completions = engine.generate(todo, on_result=persist)
+        with stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
+            completions = engine.generate(todo, on_result=persist)
         stats.seconds = time.perf_counter() - started
+        if stopping.stop_requested():
+            stored = sum(1 for comp in completions if not comp.error)
+            raise stopping.Stopped(f"stop requested: {stored} answers stored, "
+                                   f"{len(todo) - stored} prompts left for the next run")
         stats.sent = len(todo)
         for req, comp in zip(todo, completions, strict=True):
             found[req.cache_key] = comp
