@@ -21,22 +21,69 @@ ENGINES = ("vllm", "openai", "baseline")
 
 
 class ConfigError(ValueError):
-    """A configuration file is wrong; the message names the file and the field."""
+    """A configuration file is wrong; the message names the file and the field, one line per problem."""
+
+
+class _Problems:
+    """Every problem of one file, collected so that one run reports them all (one line each)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def check(self, step, *args: Any) -> Any:
+        """`step(*args)`, or None with its ConfigError recorded."""
+        try:
+            return step(*args)
+        except ConfigError as exc:
+            self.lines.extend(str(exc).splitlines())
+            return None
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+    def raise_any(self) -> None:
+        if self.lines:
+            raise ConfigError("\n".join(self.lines))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (plain YAML keeps the last silently)."""
+
+
+def _no_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}; each key may appear once per mapping", key_node.start_mark)
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _no_duplicates)
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = yaml.load(path.read_bytes().decode("utf-8"), Loader=_UniqueKeyLoader) or {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML{where}: {problem}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+        raise ConfigError(f"{path}: expected a mapping at the top level (got {type(data).__name__})")
     return data
 
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+SOURCES_TOP_KEYS = {"benchmarks", "duplicates", "quality"}
 SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits", "evaluate", "quality",
                *LIMIT_KEYS}
 
@@ -64,60 +111,91 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
     use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
     data = _load_yaml(path)
-    default_quality = _quality(data.get("quality", "drop"), str(path))
+    problems = _Problems()
+    for key in sorted(set(data) - SOURCES_TOP_KEYS, key=str):
+        problems.add(f"{path}: {key}: unknown key; expected some of {sorted(SOURCES_TOP_KEYS)}")
+    default_quality = problems.check(_quality, data.get("quality", "drop"), f"{path}: quality") or "drop"
+    problems.check(load_duplicate_policy, path)
+    entries = data.get("benchmarks") or {}
+    if not isinstance(entries, dict):
+        problems.add(f"{path}: benchmarks: expected a mapping benchmark -> {{path or url, version, ...}} "
+                     f"(got {type(entries).__name__})")
+        entries = {}
     specs: dict[str, SourceSpec] = {}
-    for name, entry in (data.get("benchmarks") or {}).items():
-        where = f"{path}: benchmarks.{name}"
-        if name not in benchmarks.names():
-            raise ConfigError(f"{path}: unknown benchmark {name!r}; expected one of {', '.join(benchmarks.names())}")
-        if not isinstance(entry, dict) or ("path" in entry) == ("url" in entry):
-            raise ConfigError(f"{where} needs either a 'path' or a 'url' (with 'sha256'), not both")
-        unknown = sorted(set(entry) - SOURCE_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(SOURCE_KEYS)}")
-        splits = entry.get("splits") or ()
-        if not isinstance(splits, (list, tuple)) or not all(isinstance(s, str) for s in splits):
-            raise ConfigError(f"{where}: 'splits' must be a list of split names")
-        evaluate = entry.get("evaluate") or ()
-        if not isinstance(evaluate, (list, tuple)) or not all(isinstance(s, str) for s in evaluate):
-            raise ConfigError(f"{where}: 'evaluate' must be a list of split names, e.g. [dev, test]")
-        url, sha256, subpath = str(entry.get("url", "")), str(entry.get("sha256", "")).lower(), ""
-        if "path" in entry:
-            source_path = (path.parent / str(entry["path"])).resolve()
-        else:
-            if not url.startswith(("http://", "https://", "file://")):
-                raise ConfigError(f"{where}: url must start with http://, https:// or file://")
-            if not SHA256.match(sha256):
-                raise ConfigError(f"{where}: a url source needs 'sha256' (64 hex digits) of the file, "
-                                  f"so a changed download is never used by mistake")
-            subpath = str(entry.get("subpath", "")).strip("/")
-            if ".." in Path(subpath).parts:
-                raise ConfigError(f"{where}: subpath must stay inside the download")
-            source_path = local_path(url, sha256, subpath, cache_dir() / "downloads")
-        limits = {key: entry[key] for key in LIMIT_KEYS if key in entry}
-        if limits and "path" in entry:
-            raise ConfigError(f"{where}: {', '.join(limits)} only apply to a 'url' source")
-        for key, value in limits.items():
-            try:
-                limits[key] = parse_limit(key, value)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-        specs[name] = SourceSpec(
-            benchmark=name,
-            path=source_path,
-            version=str(entry.get("version", "unversioned")),
-            license=str(entry.get("license", "")),
-            url=url,
-            sha256=sha256,
-            subpath=subpath,
-            splits=tuple(splits),
-            evaluate=tuple(evaluate),
-            quality=_quality(entry.get("quality", default_quality), where),
-            limits=FetchLimits(**limits),
-        )
-    if not specs:
-        raise ConfigError(f"{path}: no benchmarks configured under 'benchmarks:'")
+    for name, entry in entries.items():
+        spec = problems.check(_source, path, name, entry, default_quality)
+        if spec is not None:
+            specs[name] = spec
+    if not specs and not problems.lines:
+        problems.add(f"{path}: benchmarks: no benchmarks configured")
+    problems.raise_any()
     return specs
+
+
+def _source(path: Path, name: str, entry: Any, default_quality: str) -> SourceSpec:
+    where = f"{path}: benchmarks.{name}"
+    if name not in benchmarks.names():
+        raise ConfigError(f"{where}: unknown benchmark; expected one of {', '.join(benchmarks.names())}")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping {{path or url, version, ...}} (got {entry!r})")
+    if ("path" in entry) == ("url" in entry):
+        raise ConfigError(f"{where} needs either a 'path' or a 'url' (with 'sha256'), not both")
+    unknown = sorted(set(entry) - SOURCE_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(SOURCE_KEYS)}")
+    for key in ("path", "url", "sha256", "subpath", "version", "license"):
+        if key in entry and (isinstance(entry[key], (dict, list, bool)) or entry[key] is None):
+            raise ConfigError(f"{where}.{key}: expected a single value (a string), got {entry[key]!r}")
+    splits = entry.get("splits") or ()
+    if not isinstance(splits, (list, tuple)) or not all(isinstance(s, str) for s in splits):
+        raise ConfigError(f"{where}: 'splits' must be a list of split names")
+    evaluate = entry.get("evaluate") or ()
+    if not isinstance(evaluate, (list, tuple)) or not all(isinstance(s, str) for s in evaluate):
+        raise ConfigError(f"{where}: 'evaluate' must be a list of split names, e.g. [dev, test]")
+    url, sha256, subpath = str(entry.get("url", "")), str(entry.get("sha256", "")).lower(), ""
+    if "path" in entry:
+        source_path = (path.parent / str(entry["path"])).resolve()
+    else:
+        if not url.startswith(("http://", "https://", "file://")):
+            raise ConfigError(f"{where}: url must start with http://, https:// or file://")
+        if not SHA256.match(sha256):
+            raise ConfigError(f"{where}: a url source needs 'sha256' (64 hex digits) of the file, "
+                              f"so a changed download is never used by mistake")
+        subpath = str(entry.get("subpath", "")).strip("/")
+        if ".." in Path(subpath).parts:
+            raise ConfigError(f"{where}: subpath must stay inside the download")
+        source_path = local_path(url, sha256, subpath, cache_dir() / "downloads")
+    limits = {key: entry[key] for key in LIMIT_KEYS if key in entry}
+    if limits and "path" in entry:
+        raise ConfigError(f"{where}: {', '.join(limits)} only apply to a 'url' source")
+    for key, value in limits.items():
+        try:
+            limits[key] = parse_limit(key, value)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return SourceSpec(
+        benchmark=name,
+        path=source_path,
+        version=str(entry.get("version", "unversioned")),
+        license=str(entry.get("license", "")),
+        url=url,
+        sha256=sha256,
+        subpath=subpath,
+        splits=tuple(splits),
+        evaluate=tuple(evaluate),
+        quality=_quality(entry.get("quality", default_quality), where),
+        limits=FetchLimits(**limits),
+    )
+
+
+def load_config(sources_path: Path, models_path: Path) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
+    """Both files, every problem of both reported together (one ConfigError, one line each):
+    what `wenheng run` checks before any stage starts."""
+    problems = _Problems()
+    sources = problems.check(load_sources, sources_path)
+    models = problems.check(load_models, models_path)
+    problems.raise_any()
+    return sources, models
 
 
 def _quality(value: Any, where: str) -> str:
@@ -148,31 +226,149 @@ class ModelSpec:
     settings: dict[str, tuple[str, ...]] = field(default_factory=dict)  # benchmark -> settings to run
 
 
+MODELS_TOP_KEYS = {"models", "judges"}
+SAMPLING_KEYS = {"temperature", "max_tokens"}
+
+
 def load_models(path: Path) -> dict[str, ModelSpec]:
     data = _load_yaml(path)
+    problems = _Problems()
+    for key in sorted(set(data) - MODELS_TOP_KEYS, key=str):
+        problems.add(f"{path}: {key}: unknown key; expected some of {sorted(MODELS_TOP_KEYS)}")
     entries = data.get("models") or {}
     if not isinstance(entries, dict) or not entries:
-        raise ConfigError(f"{path}: no models configured under 'models:'")
+        problems.add(f"{path}: models: expected a mapping name -> {{engine, ...}} with at least one model")
+        entries = {}
     models: dict[str, ModelSpec] = {}
     for name, entry in entries.items():
-        where = f"{path}: models.{name}"
-        if not MODEL_NAME.match(str(name)):
-            raise ConfigError(f"{where}: a model name may use letters, digits, '.', '_' and '-' only")
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping")
-        entry = dict(entry)
-        engine = entry.pop("engine", None)
-        if engine not in ENGINES:
-            raise ConfigError(f"{where}: engine must be one of {', '.join(ENGINES)} (got {engine!r})")
-        sampling = dict(entry.pop("sampling", None) or {})
-        variants = tuple(entry.pop("variants", None) or ("original",))
-        bad = [v for v in variants if v not in VARIANT_CONFIGS]
-        if bad:
-            raise ConfigError(f"{where}: unknown variants {bad}; expected some of {', '.join(VARIANT_CONFIGS)}")
-        settings = {b: tuple(s) for b, s in (entry.pop("settings", None) or {}).items()}
-        models[str(name)] = ModelSpec(str(name), engine, entry, sampling, variants, settings)
-    _judges(path, data, models)  # a broken `judges:` fails here, not in the middle of a run
+        spec = problems.check(_model, path, name, entry)
+        if spec is not None:
+            models[str(name)] = spec
+    if not problems.lines:  # a broken `judges:` fails here, not in the middle of a run
+        problems.check(_judges, path, data, models)
+    problems.raise_any()
     return models
+
+
+def _model(path: Path, name: Any, entry: Any) -> ModelSpec:
+    where = f"{path}: models.{name}"
+    if not MODEL_NAME.match(str(name)):
+        raise ConfigError(f"{where}: a model name may use letters, digits, '.', '_' and '-' only")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping {{engine: vllm|openai|baseline, ...}}")
+    problems = _Problems()
+    entry = dict(entry)
+    engine = entry.pop("engine", None)
+    if engine not in ENGINES:
+        problems.add(f"{where}.engine: expected one of {', '.join(ENGINES)} (got {engine!r})")
+    sampling = entry.pop("sampling", None) or {}
+    if not isinstance(sampling, dict):
+        problems.add(f"{where}.sampling: expected a mapping {{temperature, max_tokens}} (got {sampling!r})")
+        sampling = {}
+    for key in sorted(set(sampling) - SAMPLING_KEYS, key=str):
+        problems.add(f"{where}.sampling.{key}: unknown key; expected some of {sorted(SAMPLING_KEYS)}")
+    temperature = sampling.get("temperature", 0.0)
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
+        problems.add(f"{where}.sampling.temperature: expected a number in [0, 2] (got {temperature!r})")
+    if sampling.get("max_tokens") is not None:
+        problems.check(_positive_int, sampling["max_tokens"], f"{where}.sampling.max_tokens", 1)
+    variants = entry.pop("variants", None) or ("original",)
+    if isinstance(variants, str) or not isinstance(variants, (list, tuple)):
+        problems.add(f"{where}.variants: expected a list, some of {', '.join(VARIANT_CONFIGS)} (got {variants!r})")
+        variants = ("original",)
+    for variant in variants:
+        if variant not in VARIANT_CONFIGS:
+            problems.add(f"{where}.variants: unknown variant {variant!r}; "
+                         f"expected some of {', '.join(VARIANT_CONFIGS)}")
+    settings = entry.pop("settings", None) or {}
+    if not isinstance(settings, dict):
+        problems.add(f"{where}.settings: expected a mapping benchmark -> [settings] (got {settings!r})")
+        settings = {}
+    for bench, chosen in settings.items():
+        problems.check(_settings, f"{where}.settings.{bench}", bench, chosen)
+    if engine in ENGINES:
+        problems.check(_engine_params, f"{where}", engine, entry)
+    problems.raise_any()
+    return ModelSpec(str(name), engine, entry, dict(sampling), tuple(variants),
+                     {b: tuple(s) for b, s in settings.items()})
+
+
+def _settings(where: str, bench: Any, chosen: Any) -> None:
+    from pipeline.prompts import protocol
+
+    if bench not in benchmarks.names():
+        raise ConfigError(f"{where}: unknown benchmark; expected one of {', '.join(benchmarks.names())}")
+    if isinstance(chosen, str) or not isinstance(chosen, (list, tuple)):
+        raise ConfigError(f"{where}: expected a list of settings (got {chosen!r})")
+    known = list(protocol(bench)["settings"])
+    unknown = [s for s in chosen if s not in known]
+    if unknown:
+        raise ConfigError(f"{where}: unknown settings {unknown}; the {bench} protocol has {', '.join(known)}")
+
+
+def _engine_class(engine: str):
+    if engine == "baseline":
+        from pipeline.engines.baseline import BaselineEngine
+
+        return BaselineEngine
+    if engine == "vllm":
+        from pipeline.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine
+    from pipeline.engines.openai_engine import OpenAIEngine
+
+    return OpenAIEngine
+
+
+def _engine_params(where: str, engine: str, params: dict[str, Any]) -> None:
+    """The engine parameters against the engine's constructor: unknown or missing names, then the
+    constructor's own checks (it only stores settings; nothing is loaded or contacted). vLLM's
+    extra keyword arguments go to vllm.LLM: checked against vLLM's EngineArgs when it is installed."""
+    import inspect
+
+    cls = _engine_class(engine)
+    signature = inspect.signature(cls.__init__)
+    named = [p for p in list(signature.parameters.values())[1:] if p.kind is not p.VAR_KEYWORD]
+    accepted = {p.name for p in named} | (_vllm_engine_args() if engine == "vllm" else set())
+    open_ended = engine == "vllm" and not _vllm_engine_args()
+    unknown = sorted((k for k in params if str(k) not in accepted), key=str)
+    if unknown and not open_ended:
+        also = " or a vllm.LLM argument" if engine == "vllm" else ""
+        raise ConfigError(f"{where}: unknown {engine} engine parameters {unknown}; expected some of "
+                          f"{', '.join(p.name for p in named)}{also}")
+    missing = [p.name for p in named if p.default is p.empty and p.name not in params]
+    if missing:
+        raise ConfigError(f"{where}: the {engine} engine needs {', '.join(missing)}")
+    if engine == "openai":
+        from pipeline.redact import watch_env
+
+        watch_env(params.get("api_key_env", "OPENAI_API_KEY"))  # its value never reaches an error text
+    try:
+        cls(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{where}: {str(exc).splitlines()[0]}") from None
+
+
+_VLLM_ARGS: set[str] | None = None
+
+
+def _vllm_engine_args() -> set[str]:
+    """The field names of vLLM's EngineArgs, read from its source (importing vLLM takes seconds);
+    empty when vLLM is not installed."""
+    global _VLLM_ARGS
+    if _VLLM_ARGS is None:
+        import ast
+        import importlib.util
+
+        _VLLM_ARGS = set()
+        spec = importlib.util.find_spec("vllm")
+        source = Path(spec.origin).parent / "engine" / "arg_utils.py" if spec and spec.origin else None
+        if source is not None and source.is_file():
+            for node in ast.parse(source.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef) and node.name == "EngineArgs":
+                    _VLLM_ARGS = {s.target.id for s in node.body
+                                  if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
+    return _VLLM_ARGS
 
 
 @dataclass(frozen=True)

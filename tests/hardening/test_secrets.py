@@ -45,6 +45,7 @@ def _hits_in_duckdb(path: Path, needle: str) -> int:
 
 def test_echoed_key_is_stored_nowhere(workdir, monkeypatch, capfd):
     monkeypatch.setenv("WENHENG_TEST_KEY", SECRET)
+    monkeypatch.setenv("WENHENG_MAX_ERROR_RATE", "1")  # keep the failed partitions: their errors are stored
     samples = ROOT / "data" / "samples"
     paths = {"wenmind": samples / "wenmind" / "WenMind_sample.json", "fuxi": samples / "fuxi"}
     sources = write_yaml(workdir / "sources.yaml", "benchmarks:\n" + "".join(
