@@ -21,7 +21,7 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 DEFAULT_GRACE_S = 10.0
 
 _event = threading.Event()
-_state: dict[str, float | int | None] = {"signum": None, "at": None, "forced": None}
+_state: dict[str, float | int | None] = {"signum": None, "at": None, "forced": None, "handled": 0}
 
 
 class Stopped(RuntimeError):
@@ -30,8 +30,6 @@ class Stopped(RuntimeError):
 
 def request_stop(signum: int | None = None) -> None:
     if _event.is_set():
-        if signum is not None and _state["forced"] is None and _state["signum"] is not None:
-            _state["forced"] = time.monotonic()   # a second signal: stop waiting for the calls in flight
         return
     _state.update(signum=signum if signum is not None else signal.SIGINT, at=time.monotonic())
     _event.set()
@@ -51,7 +49,7 @@ def stop_signal() -> int | None:
 
 def reset() -> None:
     _event.clear()
-    _state.update(signum=None, at=None, forced=None)
+    _state.update(signum=None, at=None, forced=None, handled=0)
 
 
 def grace_s() -> float:
@@ -72,6 +70,11 @@ def exit_code() -> int:
 
 
 def _handler(signum: int, _frame) -> None:
+    # Counted here only (the wakeup-fd listener hears the same signal again): a second one means
+    # stop waiting for the calls in flight.
+    _state["handled"] += 1  # type: ignore[operator]
+    if _state["handled"] >= 2 and _state["forced"] is None:  # type: ignore[operator]
+        _state["forced"] = time.monotonic()
     request_stop(signum)
 
 
