@@ -85,9 +85,14 @@ class VLLMEngine:
     def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
         from tqdm import tqdm
         from vllm import SamplingParams
+        from vllm.platforms import current_platform
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
 
         llm = self._llm()
+        # vLLM-CPU cannot rewind a request's own generator when chunked prefill discards a sampled
+        # token ("CPU Generator does not use offset": the engine dies mid-batch), so there sampled
+        # requests draw from the engine's RNG, seeded once at load. Greedy requests never sample.
+        own_seeds = not current_platform.is_cpu()
         engine = llm.llm_engine
         results: list[Completion | None] = [None] * len(requests)
 
@@ -101,7 +106,8 @@ class VLLMEngine:
         for index, req in enumerate(requests):
             params = SamplingParams(
                 temperature=req.temperature, max_tokens=req.max_tokens,
-                seed=self.seed if req.seed is None else req.seed, output_kind=RequestOutputKind.FINAL_ONLY,
+                seed=(self.seed if req.seed is None else req.seed) if own_seeds or not req.temperature else None,
+                output_kind=RequestOutputKind.FINAL_ONLY,
                 structured_outputs=_structured(StructuredOutputsParams, req))
             request_id = f"wenheng-{next(_REQUEST_IDS)}"
             try:
@@ -119,7 +125,7 @@ class VLLMEngine:
             pending[request_id] = (index, time.perf_counter())
         with tqdm(total=len(pending), desc="generating", unit="prompt", dynamic_ncols=True) as progress:
             try:
-                while engine.has_unfinished_requests():
+                while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
                     for out in engine.step():
                         if not out.finished:
                             continue

@@ -14,6 +14,7 @@ from scripted_judge import ITEMS
 from test_vllm_engine import TINY, TINY_YAML
 
 from pipeline.config import JudgeSpec
+from pipeline.engines import Request
 from pipeline.engines.cache import open_cache
 from pipeline.engines.vllm_engine import VLLMEngine
 from pipeline.judge.run import judge_responses, prompt_set
@@ -68,3 +69,18 @@ def test_the_tiny_model_as_wenmind_judge_in_the_pipeline(workdir, monkeypatch):
         assert con.execute("SELECT count(*) FROM judge_reliability WHERE task = '(all)'").fetchone()[0] == 1
     again = run_pipeline(["wenmind"], ["oracle"], log=lambda _: None)
     assert again.metadata("judgements", "wenmind|oracle")["judge_calls_sent"] == 0
+
+
+def test_repeats_with_their_own_seeds_survive_chunked_prefill_and_prefix_caching():
+    """The judge's repeats: thirty prompts of a few hundred tokens, each sent three times at
+    temperature 0.7 with seeds 1-3. On vLLM-CPU a request's own generator cannot be rewound when a
+    partly prefilled request's token is discarded ("CPU Generator does not use offset": the engine
+    died mid-batch), so there sampled requests use the engine's RNG (pipeline/engines/vllm_engine.py)."""
+    engine = VLLMEngine(**TINY)
+    stem = "请判断下面的回答是否正确，只输出Y或N。" * 30
+    lengths = [200 + (37 * n) % 400 for n in range(30)]
+    requests = [Request(cache_key=f"{n}-{r}", messages=({"role": "user", "content": f"第{n}题" + stem[:lengths[n]]},),
+                        max_tokens=8, temperature=0.7, constrain_to=("Y", "N"), seed=r + 1)
+                for n in range(30) for r in range(3)]
+    done = engine.generate(requests)
+    assert [c.error for c in done] == [None] * 90 and {c.text for c in done} <= {"Y", "N"}
