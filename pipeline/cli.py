@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -61,34 +62,64 @@ def run(args: argparse.Namespace) -> int:
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines drown the progress
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
 
-    from pipeline.config import load_models, load_sources
+    from pipeline.config import load_config
     from pipeline.runner import run_pipeline
 
-    sources, models = load_sources(paths.sources_file()), load_models(paths.models_file())
+    sources, models = load_config(paths.sources_file(), paths.models_file())  # every problem, before any stage
     wanted = args.model or list(models)
     unknown = sorted(set(wanted) - set(models))
     if unknown:
         print(f"wenheng: unknown models {unknown}; configured: {', '.join(models)}", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    try:
-        ok = run_pipeline(benchmarks=list(sources), models=wanted, selection=args.select, log=_say).ok
-    finally:
-        from pipeline.engines.vllm_engine import shutdown_engines
+    from pipeline import locking, stopping
 
-        shutdown_engines()
-    _say(f"{'done' if ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
-    if ok and paths.warehouse_file().is_file():
+    started = time.perf_counter()
+    stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
+    try:
+        with locking.hold():   # one writer per lake, warehouse and cache
+            try:
+                summary = run_pipeline(benchmarks=list(sources), models=wanted, selection=args.select, log=_say)
+            finally:
+                from pipeline.engines.vllm_engine import shutdown_engines
+
+                shutdown_engines()
+    except locking.LockHeld as exc:
+        print(f"wenheng: {exc}", file=sys.stderr)
+        return 75   # EX_TEMPFAIL: try again later
+    elapsed = time.perf_counter() - started
+    if summary.stopped is not None or stopping.stop_requested():
+        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
+        _say(f"stopped by {name} after {elapsed:.1f} s: answers received are stored; "
+             "the next run sends only what is missing")
+        return stopping.exit_code()
+    _say(f"{'done' if summary.ok else 'FAILED'} in {elapsed:.1f} s")
+    for line in summary.failures:
+        print(f"wenheng: {line}", file=sys.stderr)
+    if summary.ok and paths.warehouse_file().is_file():
         leaderboard(None)
-    return 0 if ok else 1
+    return 0 if summary.ok else 1
 
 
 def query(sql: str) -> int:
-    from pipeline.warehouse import connect_readonly
+    """Read-only, and nothing outside the warehouse: no files read or written (`copy ... to`,
+    `read_csv`), no databases attached, no extensions installed or loaded, and the settings locked
+    so a query cannot turn any of that back on."""
+    import duckdb
 
     text = Path(sql).read_text(encoding="utf-8") if sql.endswith(".sql") and Path(sql).is_file() else sql
-    with connect_readonly(paths.warehouse_file()) as con:
-        frame = con.execute(text).df()
+    db_path = paths.warehouse_file()
+    if not db_path.is_file():
+        raise FileNotFoundError(f"no warehouse at {db_path}: run `wenheng run` first")
+    try:
+        with duckdb.connect(str(db_path), read_only=True, config={
+                "enable_external_access": False, "autoinstall_known_extensions": False,
+                "autoload_known_extensions": False, "allow_community_extensions": False}) as con:
+            con.execute("SET lock_configuration = true")
+            frame = con.execute(text).df()
+    except duckdb.Error as exc:
+        message = " ".join(str(exc).split())
+        print(f"wenheng: query failed: {message[:500]}", file=sys.stderr)
+        return 1
     _print_frame(frame)
     return 0
 

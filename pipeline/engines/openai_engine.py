@@ -31,8 +31,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pipeline import stopping
 from pipeline.engines import Completion, Request
 from pipeline.engines.vllm_engine import plain_prompt
+from pipeline.redact import redact, watch_env
 
 # A placeholder key for servers that check none (a local `vllm serve`), sent as the client sends it.
 _NO_KEY = "no-key"
@@ -105,7 +107,7 @@ def status_error(status: int, body: bytes) -> str:
     (BaseClient._make_status_error_from_response: "Error code: N - <the error's message>"); a
     body that is not JSON (a proxy's HTML page) is quoted, cut to 200 characters."""
     name = _STATUS_ERRORS.get(status) or ("InternalServerError" if status >= 500 else "APIStatusError")
-    text = body.decode("utf-8", "replace").strip()
+    text = redact(body.decode("utf-8", "replace").strip())  # before the cut, which could halve a key
     message = f"Error code: {status}"
     try:
         payload = json.loads(text)
@@ -132,6 +134,7 @@ class OpenAIEngine:
         self.model = model                      # the name the server serves the model under
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env          # the variable's name; the key itself is never kept
+        watch_env(api_key_env)                  # its value is masked in every error text (pipeline.redact)
         self.chat, self.concurrency = chat, concurrency
         # Per attempt, like the client's: connecting (with waiting for a pooled connection), and
         # each wait for data while reading; not the whole call, which has no overall limit.
@@ -189,6 +192,8 @@ class OpenAIEngine:
         results: list[Completion | None] = [None] * len(requests)
 
         def record(index: int, completion: Completion) -> None:
+            if completion.error:  # a server may echo the request's headers, the key among them
+                completion.error = redact(completion.error)
             results[index] = completion
             if on_result:
                 on_result(index, completion)
@@ -248,18 +253,26 @@ class OpenAIEngine:
             # `concurrency` workers take the requests in order: a slot is held from the first
             # attempt to the answer being recorded, retry waits included, so at most `concurrency`
             # answers are ever received but not yet stored (a kill loses at most that many).
+            # After a stop request (pipeline.stopping) no new request goes out; unsent ones get no
+            # result (generate fills them in as errors, which are never cached).
             for index, request in pending:
+                if stopping.stop_requested():
+                    return
                 record(index, await self._call(session, url, request))
 
         async with session:
             workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(requests)))]
+            watchdog = asyncio.ensure_future(_cancel_after_grace(workers))
             try:
                 await asyncio.gather(*workers)
-            except BaseException:
+            except BaseException as exc:
                 for task in workers:
                     task.cancel()
                 await asyncio.gather(*workers, return_exceptions=True)
-                raise
+                if not (isinstance(exc, asyncio.CancelledError) and watchdog.done() and not watchdog.cancelled()):
+                    raise
+            finally:
+                watchdog.cancel()
 
     def _session(self, aiohttp):
         # The client's aiohttp transport maps its timeout the same way (openai/_vendor/httpx_aiohttp):
@@ -281,13 +294,16 @@ class OpenAIEngine:
         started = time.perf_counter()
         retries_taken = 0
         while True:
+            if retries_taken and stopping.stop_requested():  # no retry goes out after a stop request
+                return Completion(text=None, error="Stopped: not retried after a stop request",
+                                  latency_s=time.perf_counter() - started)
             try:
                 async with session.post(url, data=data) as response:
                     status, headers = response.status, response.headers
                     raw = await response.read()
             except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ConnectionError) as exc:
                 # Timeouts and transport failures: retried, with backoff (no Retry-After to honour).
-                if retries_taken < self.max_retries:
+                if retries_taken < self.max_retries and not stopping.stop_requested():
                     await asyncio.sleep(retry_delay(retries_taken))
                     retries_taken += 1
                     continue
@@ -299,7 +315,7 @@ class OpenAIEngine:
                 return Completion(text=None, error=_describe(exc), latency_s=time.perf_counter() - started)
             if 200 <= status < 300:
                 break
-            if retries_taken < self.max_retries and should_retry(status, headers):
+            if retries_taken < self.max_retries and should_retry(status, headers) and not stopping.stop_requested():
                 await asyncio.sleep(retry_delay(retries_taken, headers))
                 retries_taken += 1
                 continue
@@ -316,6 +332,17 @@ class OpenAIEngine:
         except Exception as exc:  # noqa: BLE001 - a 2xx that is not a completion: an error row
             return Completion(text=None, error=f"APIResponseValidationError: {_describe(exc)}",
                               latency_s=time.perf_counter() - started)
+
+
+async def _cancel_after_grace(workers: list[asyncio.Future]) -> None:
+    """After a stop request, the calls in flight get `stopping.grace_s()` to be answered (and
+    stored); then the rest are cancelled."""
+    while not stopping.grace_over():
+        if all(task.done() for task in workers):
+            return
+        await asyncio.sleep(0.05)
+    for task in workers:
+        task.cancel()
 
 
 def _describe(exc: BaseException) -> str:
