@@ -17,7 +17,7 @@ from resources.engines import WarehouseResource
     deps=[judge_reliability, "quarantine", "corrections_audit", "contamination"],
     automation_condition=dg.AutomationCondition.eager(),
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
-                                   description="one score row per response row")],
+                                   description="one rule score row per response row")],
 )
 def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource):
     """items, quarantine, corrections_audit, dedup_clusters, contamination, item_variants, prompts,
@@ -28,5 +28,7 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     context.log.info(f"warehouse {db_path}: {counts}")
     yield dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)),
                                          "tables": dg.MetadataValue.json(counts)})
-    yield dg.AssetCheckResult(check_name="scores_match_responses", passed=counts["scores"] == counts["responses"],
-                              metadata={"responses": counts["responses"], "scores": counts["scores"]})
+    yield dg.AssetCheckResult(check_name="scores_match_responses",
+                              passed=counts["rule scores"] == counts["responses"],
+                              metadata={"responses": counts["responses"], "rule scores": counts["rule scores"],
+                                        "judge scores": counts["scores"] - counts["rule scores"]})

@@ -140,7 +140,9 @@ def write_submission(args: argparse.Namespace) -> int:
     setting = args.setting or bench.protocol["default_settings"][0]
     with connect_readonly(paths.warehouse_file()) as con:
         rows = con.execute("""SELECT s.item_id, s.extracted FROM scores s JOIN items i USING (item_id)
-            WHERE s.benchmark = ? AND i.answer IS NULL AND s.model = ? AND s.setting = ? AND s.variant = ?""",
+            -- the rule scorer's extraction: the letter the model answered
+            WHERE s.benchmark = ? AND coalesce(s.kind, 'rule') = 'rule' AND i.answer IS NULL
+              AND s.model = ? AND s.setting = ? AND s.variant = ?""",
                            [bench.name, args.model, setting, args.variant]).fetchall()
     if not rows:
         print(f"wenheng: no {bench.title} responses on withheld-answer items for model {args.model!r}, "

@@ -1,7 +1,9 @@
--- One row per model x benchmark x task (and script variant x prompt setting):
--- how many items were asked, how many could be scored by rule, and the mean score.
+-- One row per model x benchmark x task (and script variant x prompt setting) x scorer kind
+-- (rule, or judge where an LLM judge is configured): how many items were asked, how many could
+-- be scored, and the mean score. The papers' own tables are in paper_tables.
 CREATE OR REPLACE TABLE model_task_scores AS
 SELECT
+    coalesce(s.kind, 'rule')       AS kind,
     s.model,
     s.benchmark,
     s.variant,
