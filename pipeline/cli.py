@@ -51,6 +51,20 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, FileNotFoundError, UnknownBenchmark) as exc:
         print(f"wenheng: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"wenheng: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a user's mistake gets one line, never a traceback
+        import duckdb
+
+        if isinstance(exc, duckdb.Error):
+            print(f"wenheng: the warehouse cannot answer ({type(exc).__name__}: {exc}); if it was built by an "
+                  "older wenheng, run `wenheng run` to rebuild it", file=sys.stderr)
+            return 1
+        if type(exc).__module__.startswith("dagster"):
+            print(f"wenheng: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return 2
+        raise
 
 
 def run(args: argparse.Namespace) -> int:

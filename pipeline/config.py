@@ -277,7 +277,7 @@ def _model(path: Path, name: Any, entry: Any) -> ModelSpec:
         problems.add(f"{where}.variants: expected a list, some of {', '.join(VARIANT_CONFIGS)} (got {variants!r})")
         variants = ("original",)
     for variant in variants:
-        if variant not in VARIANT_CONFIGS:
+        if not isinstance(variant, str) or variant not in VARIANT_CONFIGS:
             problems.add(f"{where}.variants: unknown variant {variant!r}; "
                          f"expected some of {', '.join(VARIANT_CONFIGS)}")
     settings = entry.pop("settings", None) or {}
@@ -423,7 +423,7 @@ def _judges(path: Path, data: dict[str, Any], models: dict[str, ModelSpec]) -> d
         if unknown:
             raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(JUDGE_KEYS)}")
         model = entry.get("model")
-        if model not in models:
+        if not isinstance(model, str) or model not in models:
             raise ConfigError(f"{where}.model: {model!r} is not an entry of models: ({', '.join(models)})")
         if models[model].engine == "baseline":
             raise ConfigError(f"{where}.model: {model!r} is a baseline; a judge must be a real model (vllm or openai)")

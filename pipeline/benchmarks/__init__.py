@@ -1,8 +1,9 @@
 """The benchmark registry: one line per benchmark card (see pipeline/benchmarks/benchmark_card.py).
 
-Cards are imported when first asked for, so reading the registry's names never imports an
-adapter. `WENHENG_CARDS` adds card folders kept outside this package (paths separated by
-`os.pathsep`), each a folder with an `__init__.py` that defines `CARD`.
+Cards are imported when first asked for (not when this module is), so the configuration can
+import the registry without an import circle. `WENHENG_CARDS` adds card folders kept outside
+this package (paths separated by `os.pathsep`), each a folder with an `__init__.py` that
+defines `CARD`.
 """
 
 from __future__ import annotations

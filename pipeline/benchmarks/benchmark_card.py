@@ -5,7 +5,9 @@
       adapter.py      the benchmark's own files -> item rows + quarantine rows
       protocol.yaml   how the benchmark asks its questions (prompt templates as data)
       judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
-      *.sql           its aggregation: the rows it adds to `benchmark_scores` (its paper's rule)
+      tables.yaml     the tables its paper publishes (pipeline/aggregate.py computes them)
+      judge.yaml      its LLM judge prompts, where its paper uses a judge
+      *.sql           optional: views of its own, run after sql/
 
 The lm-evaluation-harness habit (one folder per task holds prompt, metric and aggregation): to
 add a benchmark, add a folder and one line in the registry (`pipeline/benchmarks/__init__.py`).

@@ -79,7 +79,7 @@ def test_reading_comprehension(items):
 
 def test_sample_options_are_clean_and_translations_single(items):
     """The samples are evaluated in full: no option is flagged for data quality, no WYWMT sentence
-    has a second translation (tests/test_wyweb_quality.py covers both)."""
+    has a second translation (tests/unit/benchmarks/test_wyweb_quality.py covers both)."""
     checked = [i for i in items.values() if i["task"] in ("wywrc", "irc")]
     assert checked and all(i["metadata"]["quality_flags"] == [] for i in checked)
     assert all(i["references"] == [] and "merged_rows" not in i["metadata"]
