@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pipeline import paths
+from pipeline import paths, stopping
 from pipeline.engines import Completion, Request
 
 # One loaded engine per process: partitions of the same model run back to back in one process
@@ -126,6 +126,14 @@ class VLLMEngine:
         with tqdm(total=len(pending), desc="generating", unit="prompt", dynamic_ncols=True) as progress:
             try:
                 while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
+                    if stopping.grace_over():
+                        # Ctrl-C / SIGTERM: what finished within the grace period is kept (and cached);
+                        # the rest is aborted and becomes error rows, which the next run sends again
+                        engine.abort_request(list(pending))
+                        for index, _ in pending.values():
+                            finish(index, Completion(text=None, error="stopped: the run was interrupted"))
+                        pending.clear()
+                        break
                     for out in engine.step():
                         if not out.finished:
                             continue
