@@ -6,6 +6,7 @@ import dagster as dg
 from assets.judge import judge_reliability
 from pipeline import paths
 from pipeline.warehouse import build as build_warehouse
+from pipeline.warehouse import connect_readonly
 from resources.engines import WarehouseResource
 
 
@@ -28,7 +29,9 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     context.log.info(f"warehouse {db_path}: {counts}")
     yield dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)),
                                          "tables": dg.MetadataValue.json(counts)})
-    yield dg.AssetCheckResult(check_name="scores_match_responses",
-                              passed=counts["rule scores"] == counts["responses"],
-                              metadata={"responses": counts["responses"], "rule scores": counts["rule scores"],
-                                        "judge scores": counts["scores"] - counts["rule scores"]})
+    # one rule score per response; judged responses also have a judge row beside it
+    with connect_readonly(db_path) as con:
+        rule_scores = con.execute("SELECT count(*) FROM scores WHERE coalesce(kind, 'rule') = 'rule'").fetchone()[0]
+    yield dg.AssetCheckResult(check_name="scores_match_responses", passed=rule_scores == counts["responses"],
+                              metadata={"responses": counts["responses"], "rule scores": rule_scores,
+                                        "judge scores": counts["scores"] - rule_scores})

@@ -60,9 +60,6 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
         build_paper_tables(con)
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
                   for (name,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()}
-        # one rule score per response; judged responses also have a judge row beside it
-        counts["rule scores"] = con.execute("SELECT count(*) FROM scores WHERE coalesce(kind, 'rule') = 'rule'"
-                                            ).fetchone()[0]
         con.execute("CHECKPOINT")   # everything in the file itself, no write-ahead log beside it
         con.close()
         with open(tmp, "rb+") as f:
