@@ -87,8 +87,9 @@ def _run(tmp_path: Path, monkeypatch, sources: str | bytes, models: str | bytes)
         files[name] = tmp_path / f"{name}.yaml"
         files[name].write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
-    monkeypatch.delenv("WENHENG_SOURCES", raising=False)
-    monkeypatch.delenv("WENHENG_MODELS", raising=False)
+    # `wenheng run --sources/--models` exports these; set them here so they are undone after the test
+    monkeypatch.setenv("WENHENG_SOURCES", str(files["sources"]))
+    monkeypatch.setenv("WENHENG_MODELS", str(files["models"]))
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(["run", "--sources", str(files["sources"]), "--models", str(files["models"])])
