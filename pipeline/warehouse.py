@@ -119,6 +119,7 @@ def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
 def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
     """`paper_tables` (every row of every card's tables, long form), one view per card table
     (`<benchmark>_<table>`), and `leaderboard`: the rows each card marks as its headline."""
+    tables = {name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
     frames = []
     for name, bench in cards().items():
         units = con.execute(UNITS_SQL, {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}).df()
@@ -126,15 +127,15 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
             continue
         units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
         units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
-        frames.append(aggregate.paper_tables(aggregate.load_tables(bench.folder / "tables.yaml"), name, units))
+        frames.append(aggregate.paper_tables(tables[name], name, units))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=aggregate.PAPER_TABLE_COLUMNS)
     con.register("paper_tables_frame", table)
     con.execute(f"CREATE OR REPLACE TABLE paper_tables AS SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
     con.unregister("paper_tables_frame")
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
              "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, note")
-    for name, bench in cards().items():
-        for spec in aggregate.load_tables(bench.folder / "tables.yaml").tables:
+    for name, card_tables in tables.items():
+        for spec in card_tables.tables:
             con.execute(f'CREATE OR REPLACE VIEW "{name}_{spec.name}" AS SELECT {shown} FROM paper_tables '
                         f"WHERE benchmark = '{name}' AND table_name = '{spec.name}' "
                         "ORDER BY split, setting, variant, row_order, metric, model")

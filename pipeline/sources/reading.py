@@ -437,9 +437,5 @@ def provenance(spec: SourceSpec, source_file: str, locator: Any, default_license
             "source_locator": str(locator), "license": spec.license or default_license}
 
 
-def load_json(path: Path) -> Any:
-    return parse_json(read_text(path))
-
-
 def letter(index: int) -> str:
     return OPTION_LETTERS[index]
