@@ -53,7 +53,9 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         instance.add_dynamic_partitions(models_partitions.name, missing)
     graph = defs.resolve_asset_graph()
     chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
-    run_config = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    # Dagster's own console lines (step failures with stack traces) stay in the run history the
+    # UI shows; the terminal gets this runner's lines: FAILED, the checks, the error summary.
+    run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
     summary = RunSummary()
 
     def execute(job_name: str, partition_key=None) -> bool:
