@@ -350,6 +350,10 @@ def test_the_same_attempts_and_outcomes_as_the_official_client():
 def test_a_bad_request_is_not_retried_and_its_row_has_the_status_and_message():
     with OpenAIServer(faults=[Fault("400", prompt="坏", times=None)]) as server:
         bad, good = _engine(server, max_retries=5).generate([_request("坏"), _request("好")])
+        # the server counts a success just after writing it: the client may read it first
+        deadline = time.monotonic() + 2.0
+        while server.successes["好"] < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert server.attempts["坏"] == 1 and server.successes["好"] == 1
     assert bad.text is None and bad.error == "BadRequestError: Error code: 400 - injected bad request"
     assert good.error is None and good.text == "echo:好"
