@@ -1,0 +1,182 @@
+"""Charts of paper tables: one grouped bar chart per table, for the HTML reports and the Dagster UI.
+
+`paper_table_chart(frame, title, fmt)` takes rows of `paper_tables` (one table: its rows x models)
+and returns PNG or SVG bytes: one bar per model and row, the score (0-100, as `paper_tables` stores
+it) with its 95% bootstrap interval as an error bar, and each row's n and coverage in its label.
+
+Matplotlib's object API on the Agg canvas (no pyplot, so no global figure state and no display
+needed). Output is byte-for-byte deterministic: fixed SVG ids, no dates in the metadata. SVG text
+stays text (`svg.fonttype: none`): a tenth of the size of glyph paths, and selectable.
+
+Labels must not turn into tofu boxes: characters no installed font can draw (CJK on a machine
+without a CJK font) are written as ASCII instead (accents dropped, other characters as \\uXXXX);
+the HTML tables beside the chart keep the real names.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import unicodedata
+from functools import lru_cache
+from typing import Literal
+
+import pandas as pd
+from matplotlib import font_manager, rc_context
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ft2font import FT2Font
+from matplotlib.patches import Patch
+
+# Fonts that draw CJK, most complete first; whichever is installed is put ahead of DejaVu Sans.
+CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK JP", "Source Han Sans SC",
+                "Source Han Sans CN", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "AR PL UMing CN",
+                "AR PL UKai CN", "Droid Sans Fallback", "Noto Sans SC", "Noto Serif CJK SC")
+BASE_FAMILY = "DejaVu Sans"
+SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
+# Colour-blind-safe (Okabe-Ito) and stable: a model keeps its colour for its position in the list.
+COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+MAX_LABEL = 42
+
+
+@lru_cache(maxsize=1)
+def fonts() -> tuple[tuple[str, ...], frozenset[int]]:
+    """(font families to use, the code points they can draw between them)."""
+    installed = {f.name: f.fname for f in font_manager.fontManager.ttflist}
+    families = [name for name in CJK_FAMILIES if name in installed][:1] + [BASE_FAMILY]
+    covered: set[int] = set()
+    for name in families:
+        path = installed.get(name) or font_manager.findfont(name)
+        try:
+            covered |= set(FT2Font(path).get_charmap())
+        except (OSError, RuntimeError):   # an unreadable font file draws nothing
+            continue
+    return tuple(families), frozenset(covered)
+
+
+def cjk_font() -> str | None:
+    """The CJK font the charts use, or None (labels with CJK are then written in ASCII)."""
+    families, _ = fonts()
+    return families[0] if len(families) > 1 else None
+
+
+def safe_label(text: str) -> str:
+    """`text` if the chart's fonts can draw every character, else an ASCII spelling of it."""
+    _, covered = fonts()
+    if all(ord(ch) in covered or ch.isspace() for ch in text):
+        return text
+    out = []
+    for ch in text:
+        if ord(ch) in covered or ch.isspace():
+            out.append(ch)
+            continue
+        base = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode()
+        out.append(base if base else f"\\u{ord(ch):04x}")
+    return "".join(out)
+
+
+def _missing(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…"
+
+
+def _series_names(frame: pd.DataFrame) -> pd.Series:
+    """One bar series per model; split/setting/variant join the name only where they vary."""
+    varying = [c for c in ("split", "setting", "variant") if c in frame and frame[c].nunique(dropna=False) > 1]
+    names = frame["model"].astype(str)
+    for column in varying:
+        names = names + " · " + frame[column].astype(str)
+    if "capped" in frame:
+        names = names.where(~frame["capped"].fillna(False).astype(bool), names + "*")
+    return names
+
+
+def _row_names(frame: pd.DataFrame) -> pd.Series:
+    metric = frame["metric"] if "metric" in frame else pd.Series("", index=frame.index)
+    suffix = metric.map(lambda m: f" ({SHOWN_METRICS[m]})" if m in SHOWN_METRICS else "")
+    return frame["row_label"].astype(str) + suffix
+
+
+def _coverage_text(part: pd.DataFrame) -> str:
+    n_items = part["n_items"].dropna()
+    n = int(n_items.max()) if len(n_items) else 0
+    cov = part["coverage"].dropna()
+    if cov.empty:
+        return f"n={n}"
+    low, high = cov.min() * 100, cov.max() * 100
+    shown = f"{low:.0f}%" if round(low) == round(high) else f"{low:.0f}-{high:.0f}%"
+    return f"n={n}, cov {shown}"
+
+
+def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"] = "svg") -> bytes:
+    """A grouped horizontal bar chart of one paper table: a group per row (task), a bar per model.
+
+    `frame` has `paper_tables` columns: model, row_label, score (0-100), ci_low, ci_high, n_items,
+    coverage, and optionally metric, row_order, capped, split/setting/variant. Rows without a
+    score (nothing scored, e.g. withheld answers) show "no score" instead of a bar."""
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"chart format must be 'png' or 'svg', not {fmt!r}")
+    if frame.empty:
+        raise ValueError("paper_table_chart: the frame has no rows")
+    if "score" not in frame and "value" in frame:
+        frame = frame.rename(columns={"value": "score"})
+    frame = frame.assign(_series=_series_names(frame), _row=_row_names(frame))
+    sort_keys = [c for c in ("row_order", "metric") if c in frame]
+    rows = list(dict.fromkeys(frame.sort_values(sort_keys, kind="stable")["_row"] if sort_keys else frame["_row"]))
+    series = sorted(frame["_series"].unique())
+    families, _ = fonts()
+
+    bar = 0.8 / len(series)
+    height = max(2.2, 0.9 + len(rows) * max(0.32, 0.2 * len(series)))
+    with rc_context({"font.family": list(families), "font.size": 8, "svg.hashsalt": "wenheng",
+                     "svg.fonttype": "none", "axes.spines.top": False, "axes.spines.right": False}):
+        fig = Figure(figsize=(7.2, height), dpi=100, layout="constrained")
+        FigureCanvasAgg(fig)
+        ax = fig.add_subplot()
+        labels, handles = [], []
+        for row in rows:
+            part = frame[frame["_row"] == row]
+            labels.append(f"{_clip(safe_label(row))}\n{_coverage_text(part)}")
+        for k, name in enumerate(series):
+            part = frame[frame["_series"] == name].set_index("_row")
+            ys, xs, lo, hi, empty = [], [], [], [], []
+            for y, row in enumerate(rows):
+                pos = y - 0.4 + bar * (k + 0.5)
+                if row not in part.index:
+                    continue
+                r = part.loc[row]
+                r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
+                if _missing(r["score"]):
+                    empty.append(pos)
+                    continue
+                score = float(r["score"])
+                ys.append(pos)
+                xs.append(score)
+                low = score if _missing(r.get("ci_low")) else float(r["ci_low"])
+                high = score if _missing(r.get("ci_high")) else float(r["ci_high"])
+                lo.append(max(0.0, score - low))
+                hi.append(max(0.0, high - score))
+            colour = COLOURS[k % len(COLOURS)]
+            handles.append(Patch(color=colour, label=safe_label(name)))
+            if ys:
+                ax.barh(ys, xs, height=bar * 0.92, color=colour, xerr=[lo, hi],
+                        error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
+            for pos in empty:
+                ax.text(1, pos, "no score", va="center", fontsize=6, color="#666666")
+        ax.set_yticks(range(len(rows)), labels)
+        ax.set_ylim(len(rows) - 0.5, -0.5)   # first row on top, no empty margin
+        ax.set_xlim(0, 105)
+        ax.set_xlabel("score x100 (bars: 95% bootstrap interval)")
+        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.set_title(safe_label(title), fontsize=9, loc="left")
+        fig.legend(handles=handles, loc="outside lower center", fontsize=7, frameon=False,
+                   ncols=min(len(series), 4))
+        buffer = io.BytesIO()
+        # fixed metadata: no creation date, so the same table gives the same bytes
+        metadata = {"Date": None} if fmt == "svg" else {"Software": "wenheng"}
+        fig.savefig(buffer, format=fmt, metadata=metadata)
+    return buffer.getvalue()

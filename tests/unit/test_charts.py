@@ -1,0 +1,90 @@
+"""Paper-table charts: PNG/SVG bytes, deterministic, small, n/coverage in the labels, no tofu."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pandas as pd
+import pytest
+
+from pipeline import charts
+
+
+def table(rows: list[str], models: list[str], score=lambda r, m: 10.0 * (r + 1) + m) -> pd.DataFrame:
+    out = []
+    for r, label in enumerate(rows):
+        for m, model in enumerate(models):
+            value = score(r, m)
+            out.append({"model": model, "row_label": label, "row_order": r, "metric": "accuracy",
+                        "score": value, "ci_low": None if value is None else value - 5,
+                        "ci_high": None if value is None else value + 5, "n_items": 7 + r,
+                        "n_scored": 7 + r if value is not None else 0,
+                        "coverage": 1.0 if value is not None else 0.0, "split": "test",
+                        "setting": "zero_shot", "variant": "original", "capped": False})
+    return pd.DataFrame(out)
+
+
+def svg_texts(svg: bytes) -> list[str]:
+    """The SVG's text elements (one per line of a label), unescaped."""
+    return [html.unescape(t) for t in re.findall(r"<text[^>]*>([^<]*)</text>", svg.decode())]
+
+
+def test_png_and_svg_are_deterministic_and_small():
+    frame = table([f"task {i}" for i in range(30)], ["model-a", "model-b", "model-c", "model-d"])
+    png = charts.paper_table_chart(frame, "Table 3: a large one", "png")
+    svg = charts.paper_table_chart(frame, "Table 3: a large one", "svg")
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert b"<svg" in svg[:1000]
+    assert png == charts.paper_table_chart(frame, "Table 3: a large one", "png")
+    assert svg == charts.paper_table_chart(frame, "Table 3: a large one", "svg")
+    assert len(png) < 150_000 and len(svg) < 150_000
+
+
+def test_labels_show_rows_models_n_and_coverage():
+    frame = table(["reading", "writing"], ["oracle", "random"])
+    frame.loc[(frame["row_label"] == "writing") & (frame["model"] == "random"), "coverage"] = 0.5
+    texts = svg_texts(charts.paper_table_chart(frame, "Table 1: demo", "svg"))
+    assert {"reading", "writing", "oracle", "random", "Table 1: demo"} <= set(texts)
+    assert "n=7, cov 100%" in texts
+    assert "n=8, cov 50-100%" in texts
+
+
+def test_unscored_rows_say_so_and_metrics_are_named():
+    frame = table(["done", "withheld"], ["m"], score=lambda r, m: None if r == 1 else 40.0)
+    frame.loc[0, "metric"] = "corpus_bleu"
+    texts = svg_texts(charts.paper_table_chart(frame, "t", "svg"))
+    assert "done (BLEU)" in texts
+    assert "no score" in texts and "n=8, cov 0%" in texts
+
+
+def test_varying_settings_become_separate_series():
+    frame = pd.concat([table(["a"], ["m"]), table(["a"], ["m"]).assign(setting="five_shot")])
+    texts = svg_texts(charts.paper_table_chart(frame, "t", "svg"))
+    assert {"m · zero_shot", "m · five_shot"} <= set(texts)
+
+
+def test_labels_only_use_characters_the_fonts_can_draw():
+    _, covered = charts.fonts()
+    for text in ["文衡 古文", "Fùxì", "WenMind T1 句读"]:
+        label = charts.safe_label(text)
+        assert all(ord(ch) in covered or ch.isspace() for ch in label), label
+    if charts.cjk_font() is None:
+        assert charts.safe_label("文衡") == "\\u6587\\u8861"
+    else:
+        assert charts.safe_label("文衡") == "文衡"
+    assert charts.safe_label("plain ascii") == "plain ascii"
+
+
+def test_cjk_labels_do_not_fail_the_chart():
+    frame = table(["句读", "翻译"], ["模型"])
+    svg = charts.paper_table_chart(frame, "文衡", "svg")
+    texts = svg_texts(svg)
+    assert charts.safe_label("句读") in texts and charts.safe_label("模型") in texts
+
+
+def test_bad_format_and_empty_frame_are_errors():
+    with pytest.raises(ValueError, match="png"):
+        charts.paper_table_chart(table(["a"], ["m"]), "t", "jpg")
+    with pytest.raises(ValueError, match="no rows"):
+        charts.paper_table_chart(table([], ["m"]), "t", "png")
