@@ -3,7 +3,9 @@ data, not code branches."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable, Mapping
+from json.encoder import encode_basestring
 from typing import Any
 
 from pipeline.benchmarks import card
@@ -33,28 +35,68 @@ def render(item: dict[str, Any], variant: dict[str, Any], setting: str,
 
     `item` gives task and metadata, `variant` the text in the chosen script; `shots` are
     candidate few-shot examples (already in the same variant), used in order."""
-    proto = protocol(item["benchmark"])
-    spec = proto["settings"][setting]
-    meta = item["metadata"]
-    fields = {
-        "question": variant.get("question") or "",
-        "context": variant.get("context") or "",
-        "options": options_text(list(variant.get("choices") or [])),
-        "topic": meta.get("topic_zh", item.get("domain") or ""),
-        "examples": "",
-    }
-    template = spec.get("template") or _pick(spec["templates"], item)
-    want = min(spec.get("shots", 0), proto.get("shots_per_task", {}).get(item["task"], spec.get("shots", 0)))
-    examples = [_example(spec["example"], n + 1, s) for n, s in enumerate(shots[:want])] if want else []
-    while True:
-        fields["examples"] = "".join(examples)
-        text = template.format(**fields)
-        if not examples or len(text) <= proto.get("max_prompt_chars", 10**9):
-            break
-        examples.pop()  # fewer shots rather than an overflowing context
-    max_tokens = spec.get("max_tokens_per_format", {}).get(item["format"], spec.get("max_tokens", 256))
-    # null: no budget of the benchmark's own (AC-EVAL sets none): up to the model's context
-    return [{"role": "user", "content": text}], None if max_tokens is None else int(max_tokens)
+    text, max_tokens = _Setting(protocol(item["benchmark"]), setting).render(item, variant, shots)
+    return [{"role": "user", "content": text}], max_tokens
+
+
+class _Setting:
+    """One protocol setting, with what it derives per task and format looked up once: a build
+    renders tens of thousands of items under the same few settings."""
+
+    def __init__(self, proto: dict[str, Any], name: str):
+        self.spec = spec = proto["settings"][name]
+        self.shots = spec.get("shots", 0)
+        self.shots_per_task = proto.get("shots_per_task", {})
+        self.max_chars = proto.get("max_prompt_chars", 10**9)
+        self._templates: dict[tuple[str, str], str] = {}
+        self._budgets: dict[str, int | None] = {}
+        self._examples: dict[tuple[int, int], str] = {}  # (id(shot), n) -> rendered example
+
+    def template(self, item: dict[str, Any]) -> str:
+        key = (item["task"], item["format"])
+        found = self._templates.get(key)
+        if found is None:
+            found = self._templates[key] = self.spec.get("template") or _pick(self.spec["templates"], item)
+        return found
+
+    def max_tokens(self, fmt: str) -> int | None:
+        if fmt not in self._budgets:
+            budget = self.spec.get("max_tokens_per_format", {}).get(fmt, self.spec.get("max_tokens", 256))
+            # null: no budget of the benchmark's own (AC-EVAL sets none): up to the model's context
+            self._budgets[fmt] = None if budget is None else int(budget)
+        return self._budgets[fmt]
+
+    def render(self, item: dict[str, Any], variant: dict[str, Any], shots: list[dict[str, Any]],
+               options: str | None = None, cache_examples: bool = False) -> tuple[str, int | None]:
+        """(prompt text, max_tokens). `cache_examples` keeps each rendered shot by its identity:
+        only for callers whose shot dicts outlive the cache (build_prompt_rows)."""
+        meta = item["metadata"]
+        fields = {
+            "question": variant.get("question") or "",
+            "context": variant.get("context") or "",
+            "options": options_text(list(variant.get("choices") or [])) if options is None else options,
+            "topic": meta.get("topic_zh", item.get("domain") or ""),
+            "examples": "",
+        }
+        template = self.template(item)
+        want = min(self.shots, self.shots_per_task.get(item["task"], self.shots))
+        examples = [self._example(n + 1, s, cache_examples) for n, s in enumerate(shots[:want])] if want else []
+        while True:
+            fields["examples"] = "".join(examples)
+            text = template.format(**fields)
+            if not examples or len(text) <= self.max_chars:
+                break
+            examples.pop()  # fewer shots rather than an overflowing context
+        return text, self.max_tokens(item["format"])
+
+    def _example(self, n: int, shot: dict[str, Any], cache: bool) -> str:
+        if not cache:
+            return _example(self.spec["example"], n, shot)
+        key = (id(shot), n)
+        found = self._examples.get(key)
+        if found is None:
+            found = self._examples[key] = _example(self.spec["example"], n, shot)
+        return found
 
 
 def _pick(templates: dict[str, str], item: dict[str, Any]) -> str:
@@ -73,47 +115,112 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return stable_hash(messages)
 
 
+def _user_turn_hash(text: str) -> str:
+    """prompt_hash([{"role": "user", "content": text}]) without the generic JSON encoder: the same
+    canonical bytes (sorted keys, no spaces, ensure_ascii off), written out directly."""
+    blob = '[{"content":' + encode_basestring(text) + ',"role":"user"}]'
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class _Benchmark:
+    """What build_prompt_rows needs of one benchmark card, looked up once per build."""
+
+    def __init__(self, name: str, evaluate: Mapping[str, set[str]]):
+        bench = card(name)
+        self.name = bench.name
+        self.exemplar_splits = bench.exemplar_splits
+        self.evaluated = evaluate.get(bench.name, bench.eval_splits)
+        proto = protocol(bench.name)
+        self.settings = [(s, _Setting(proto, s)) for s in proto["settings"]]
+        self.most = max((s.get("shots", 0) for s in proto["settings"].values()), default=0)
+
+
 def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]],
-                      evaluate: Mapping[str, Collection[str]] | None = None) -> list[dict[str, Any]]:
+                      evaluate: Mapping[str, Collection[str]] | None = None,
+                      limit: int | None = None) -> list[dict[str, Any]]:
     """Every evaluated item x variant x protocol setting of its benchmark -> one prompt row.
 
     Only items of the splits a benchmark evaluates get prompts (`evaluate`: benchmark -> splits;
     default: each card's `eval_splits`); the other splits stay in the items table for dedup and
     contamination, and the card's `exemplar_splits` give the few-shot pools (in file order). An
     exemplar item that is itself evaluated (AC-EVAL dev, when asked) never sees itself: its shots
-    are the other exemplars of its task, then of its task group (AC-EVAL's level)."""
+    are the other exemplars of its task, then of its task group (AC-EVAL's level).
+
+    `limit`: at most this many evaluated items per benchmark (each with all its variants and
+    settings), taken round-robin over the benchmark's tasks in file order, so every task is
+    asked once the limit reaches the number of tasks; the few-shot pools are not limited.
+
+    Pools are built once per (benchmark, task, variant) and per (benchmark, task group,
+    variant, task); each item then takes its first shots from them, so the cost is linear in
+    the items."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must be 0 or more, not {limit}")
     by_id = {it["item_id"]: it for it in items}
     splits = {b: set(s) for b, s in (evaluate or {}).items()}
+    benches: dict[str, _Benchmark] = {}
+
+    def bench_of(item: dict[str, Any]) -> _Benchmark:
+        found = benches.get(item["benchmark"])
+        if found is None:
+            found = benches[item["benchmark"]] = _Benchmark(item["benchmark"], splits)
+        return found
+
     by_task: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     by_group: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for v in variants:
         item = by_id[v["item_id"]]
-        if item["split"] in card(item["benchmark"]).exemplar_splits and item.get("answer"):
+        bench = bench_of(item)
+        if item["split"] in bench.exemplar_splits and item.get("answer"):
             shot = {**v, "task": item["task"], "metadata": item["metadata"],
                     "_order": (item.get("source_file") or "", _locator_order(item["source_locator"]))}
-            by_task.setdefault((item["benchmark"], item["task"], v["variant"]), []).append(shot)
-            by_group.setdefault((item["benchmark"], item["task_group"], v["variant"]), []).append(shot)
+            by_task.setdefault((bench.name, item["task"], v["variant"]), []).append(shot)
+            by_group.setdefault((bench.name, item["task_group"], v["variant"]), []).append(shot)
     for pool in [*by_task.values(), *by_group.values()]:
         pool.sort(key=lambda s: s["_order"])
+    # the first `most` shots of a group outside one task, found once per (group, variant, task)
+    outside_task: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
+    chosen = None if limit is None else _round_robin(items, variants, bench_of, limit)
     rows = []
     for v in variants:
         item = by_id[v["item_id"]]
-        bench = card(item["benchmark"])
-        if item["split"] not in splits.get(bench.name, bench.eval_splits):
+        bench = bench_of(item)
+        if item["split"] not in bench.evaluated or (chosen is not None and item["item_id"] not in chosen):
             continue
-        proto = protocol(bench.name)
-        most = max((s.get("shots", 0) for s in proto["settings"].values()), default=0)
+        most = bench.most
         pool = [s for s in by_task.get((bench.name, item["task"], v["variant"]), [])[:most + 1]
                 if s["item_id"] != item["item_id"]][:most]
         if len(pool) < most and item["split"] in bench.exemplar_splits:
-            pool += [s for s in by_group.get((bench.name, item["task_group"], v["variant"]), [])
-                     if s["task"] != item["task"]][:most - len(pool)]
-        for setting in proto["settings"]:
-            messages, max_tokens = render(item, v, setting, pool)
+            key = (bench.name, item["task_group"], v["variant"], item["task"])
+            if key not in outside_task:
+                outside_task[key] = [s for s in by_group.get(key[:3], []) if s["task"] != item["task"]][:most]
+            pool += outside_task[key][:most - len(pool)]
+        options = options_text(list(v.get("choices") or []))
+        for name, setting in bench.settings:
+            text, max_tokens = setting.render(item, v, pool, options, cache_examples=True)
             rows.append({"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": v["variant"],
-                         "setting": setting, "messages": messages,
-                         "max_tokens": max_tokens, "prompt_hash": prompt_hash(messages)})
+                         "setting": name, "messages": [{"role": "user", "content": text}],
+                         "max_tokens": max_tokens, "prompt_hash": _user_turn_hash(text)})
     return rows
+
+
+def _round_robin(items: list[dict[str, Any]], variants: list[dict[str, Any]], bench_of, limit: int) -> set[str]:
+    """The ids of at most `limit` evaluated items per benchmark: the first item of each task (tasks
+    in the order they first appear), then the second of each, and so on."""
+    with_variants = {v["item_id"] for v in variants}
+    queues: dict[str, dict[str, list[str]]] = {}
+    for item in items:
+        if item["item_id"] in with_variants and item["split"] in bench_of(item).evaluated:
+            queues.setdefault(item["benchmark"], {}).setdefault(item["task"], []).append(item["item_id"])
+    chosen: set[str] = set()
+    for tasks in queues.values():
+        picked, depth, longest = 0, 0, max(map(len, tasks.values()))
+        while picked < limit and depth < longest:
+            for ids in tasks.values():
+                if depth < len(ids) and picked < limit and ids[depth] not in chosen:
+                    chosen.add(ids[depth])
+                    picked += 1
+            depth += 1
+    return chosen
 
 
 def _locator_order(locator: str) -> tuple[int, str]:
