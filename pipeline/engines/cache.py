@@ -25,6 +25,7 @@ from typing import Any
 
 from pipeline import paths, stopping
 from pipeline.engines import Completion, Engine, Request
+from pipeline.progress import Progress
 from pipeline.schema import stable_hash
 
 FILE_NAME = "responses.sqlite"
@@ -110,9 +111,13 @@ class InferenceStats:
 
 
 def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseCache,
-                   log: Callable[[str], None] = lambda _: None) -> tuple[dict[str, Completion], InferenceStats]:
+                   log: Callable[[str], None] = lambda _: None,
+                   label: str | None = None) -> tuple[dict[str, Completion], InferenceStats]:
     """A completion for every request's key: from the cache where it has one, else from the engine
-    (each distinct key sent once, each answer stored as it arrives, errors returned unstored)."""
+    (each distinct key sent once, each answer stored as it arrives, errors returned unstored).
+
+    While the engine works, a `pipeline.progress.Progress` line (named `label`, by default the
+    engine's model) counts the answers as they arrive; its lines also go to `log`."""
     stats = InferenceStats(requested=len(requests))
     keys = list(dict.fromkeys(r.cache_key for r in requests))
     found = cache.get_many(keys)
@@ -124,13 +129,15 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
         raise stopping.Stopped(f"stop requested: {len(todo)} prompts left unsent")
     if todo:
         engine.load()  # outside the timing: throughput is about generation, not weight loading
+        progress = Progress(len(todo), label or engine_label(engine), log=log)
 
         def persist(index: int, comp: Completion) -> None:
             if not comp.error:  # failures are not cached: the next run retries them
                 cache.put(todo[index].cache_key, comp)
+            progress.update(comp)
 
         started = time.perf_counter()
-        with stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
+        with progress, stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
             completions = engine.generate(todo, on_result=persist)
         stats.seconds = time.perf_counter() - started
         if stopping.stop_requested():
@@ -143,3 +150,10 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
             stats.tokens_out += comp.tokens_out or 0
             stats.errors += bool(comp.error)
     return found, stats
+
+
+def engine_label(engine: Engine) -> str:
+    """A short name for progress lines: the engine kind and its model (or baseline strategy)."""
+    identity = engine.identity()
+    name = identity.get("model") or identity.get("strategy")
+    return f"{identity.get('engine', 'engine')} {name}" if name else str(identity.get("engine", "engine"))

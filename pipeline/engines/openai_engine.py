@@ -123,10 +123,22 @@ def status_error(status: int, body: bytes) -> str:
 
 
 class OpenAIEngine:
+    """Cache identity: what the answers depend on, not where they come from. The served model name,
+    `revision`, chat vs completions, the seed and `extra_body` are in it; `base_url`, the key,
+    `concurrency`, `timeout_s` and `max_retries` are not, so moving an endpoint to another host or
+    port, or tuning its transport, keeps every cached answer.
+
+    The flip side: two endpoints that serve different weights under the same name (`vllm serve
+    --served-model-name`, a provider's alias that moves to a new snapshot) would share answers.
+    That is what `revision` is for: any string that names the weights behind the endpoint (a hub
+    commit, a checkpoint tag, a dated snapshot); change it when the weights change, and the
+    cache asks again. A fully pinned provider name (`gpt-4o-2024-08-06`) needs none."""
+
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
                  api_key_env: str | None = "OPENAI_API_KEY", chat: bool = True, concurrency: int = 8,
                  timeout_s: float = 300.0, max_retries: int = 5,
-                 seed: int | None = None, extra_body: dict[str, Any] | None = None):
+                 seed: int | None = None, extra_body: dict[str, Any] | None = None,
+                 revision: str | None = None):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if not isinstance(max_retries, int) or max_retries < 0:
@@ -141,11 +153,18 @@ class OpenAIEngine:
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.seed = seed
         self.extra_body = dict(extra_body or {})
+        if revision is not None and not isinstance(revision, str | int):
+            raise ValueError(f"revision must be a string naming the served weights, got {revision!r}")
+        self.revision = None if revision is None else str(revision)
 
     def identity(self) -> dict[str, Any]:
-        # Not the key, concurrency, timeout or retries: they change how outputs arrive, not what they are.
-        return {"engine": "openai", "base_url": self.base_url, "model": self.model, "chat": self.chat,
-                "seed": self.seed, "extra_body": self.extra_body}
+        # Not base_url, the key, concurrency, timeout or retries: they change where and how outputs
+        # arrive, not what they are (see the class docstring for `revision`).
+        identity = {"engine": "openai", "model": self.model, "chat": self.chat, "seed": self.seed,
+                    "extra_body": self.extra_body}
+        if self.revision is not None:
+            identity["revision"] = self.revision
+        return identity
 
     def load(self) -> None:
         self._api_key()  # fail before sending anything when the key is missing

@@ -49,26 +49,54 @@ def resolve_model(model: str) -> str:
     return model
 
 
+# vLLM arguments that can change outputs only by changing how the work is split, and how they
+# enter the cache identity. Tensor and pipeline parallelism split every matmul or the layer stack
+# across devices: all-reduce order and kernels change, so greedy decoding can pick another token
+# on a near tie; they stay in the identity (a size of 1 is left out, so writing it or not gives
+# the same key). Data parallelism runs whole replicas of the same model, each request on one of
+# them: no more an output change than the batch a request happens to share, so it stays out.
+_PARALLEL_IN_IDENTITY = ("tensor_parallel_size", "pipeline_parallel_size")
+_NOT_IN_IDENTITY = ("data_parallel_size",)
+
+
 class VLLMEngine:
     """`chat_template`: True renders prompts with the model's own chat template (instruct models),
     False sends the turns' text as a plain completion prompt (base models), and a string is a
-    Jinja chat template to use instead of the model's."""
+    Jinja chat template to use instead of the model's.
+
+    Every other keyword goes to `vllm.LLM` as is (checked against vLLM's EngineArgs by the
+    configuration): e.g. `revision` (a hub revision, part of the cache identity),
+    `tensor_parallel_size` and `pipeline_parallel_size` (in the identity: they can change the
+    numerics) and `data_parallel_size` (not: see `_NOT_IN_IDENTITY`). vLLM runs data parallelism
+    only as several processes; offline, in one process, a size above 1 is refused here: serve the
+    model with `vllm serve --data-parallel-size N` and use the `openai` engine instead."""
 
     def __init__(self, model: str, chat_template: bool | str = True, dtype: str = "bfloat16",
                  max_model_len: int = 2048, seed: int = 0, **llm_kwargs: Any):
         self.model = model
         self.chat_template, self.dtype, self.max_model_len, self.seed = chat_template, dtype, max_model_len, seed
+        for name in (*_PARALLEL_IN_IDENTITY, *_NOT_IN_IDENTITY):
+            size = llm_kwargs.get(name, 1)
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise ValueError(f"{name} must be a positive integer, got {size!r}")
+        if (llm_kwargs.get("data_parallel_size", 1) > 1
+                and llm_kwargs.get("distributed_executor_backend") != "external_launcher"):
+            raise ValueError("data_parallel_size above 1 needs one vLLM process per replica: serve the model "
+                             "with `vllm serve --data-parallel-size N` and use engine: openai")
         self.llm_kwargs = llm_kwargs
 
     def identity(self) -> dict[str, Any]:
+        kept = {k: v for k, v in self.llm_kwargs.items()
+                if k not in _NOT_IN_IDENTITY and not (k in _PARALLEL_IN_IDENTITY and v == 1)}
         return {"engine": "vllm", "model": self.model, "chat_template": self.chat_template,
-                "dtype": self.dtype, "max_model_len": self.max_model_len, "seed": self.seed, **self.llm_kwargs}
+                "dtype": self.dtype, "max_model_len": self.max_model_len, "seed": self.seed, **kept}
 
     def load(self) -> None:
         self._llm()
 
     def _llm(self):
-        key = tuple(sorted((k, str(v)) for k, v in self.identity().items()))
+        # every argument, the ones left out of the identity too: they change how the engine is built
+        key = tuple(sorted((k, str(v)) for k, v in (self.identity() | self.llm_kwargs).items()))
         if key not in _LOADED:
             shutdown_engines()  # one model in memory at a time
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
@@ -83,7 +111,6 @@ class VLLMEngine:
         return _LOADED[key]
 
     def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
-        from tqdm import tqdm
         from vllm import SamplingParams
         from vllm.platforms import current_platform
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
@@ -123,30 +150,29 @@ class VLLMEngine:
                 finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
                 continue
             pending[request_id] = (index, time.perf_counter())
-        with tqdm(total=len(pending), desc="generating", unit="prompt", dynamic_ncols=True) as progress:
-            try:
-                while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
-                    if stopping.grace_over():
-                        # Ctrl-C / SIGTERM: what finished within the grace period is kept (and cached);
-                        # the rest is aborted and becomes error rows, which the next run sends again
-                        engine.abort_request(list(pending))
-                        for index, _ in pending.values():
-                            finish(index, Completion(text=None, error="stopped: the run was interrupted"))
-                        pending.clear()
-                        break
-                    for out in engine.step():
-                        if not out.finished:
-                            continue
-                        index, submitted = pending.pop(out.request_id)
-                        finish(index, Completion(
-                            text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
-                            tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
-                            latency_s=time.perf_counter() - submitted))
-                        progress.update()
-            except Exception as exc:  # the engine died mid-batch: what finished is kept, the rest are error rows
-                engine.abort_request(list(pending))
-                for index, _ in pending.values():
-                    finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
+        # progress is shown by the caller (pipeline.progress, fed by on_result)
+        try:
+            while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
+                if stopping.grace_over():
+                    # Ctrl-C / SIGTERM: what finished within the grace period is kept (and cached);
+                    # the rest is aborted and becomes error rows, which the next run sends again
+                    engine.abort_request(list(pending))
+                    for index, _ in pending.values():
+                        finish(index, Completion(text=None, error="stopped: the run was interrupted"))
+                    pending.clear()
+                    break
+                for out in engine.step():
+                    if not out.finished:
+                        continue
+                    index, submitted = pending.pop(out.request_id)
+                    finish(index, Completion(
+                        text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
+                        tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
+                        latency_s=time.perf_counter() - submitted))
+        except Exception as exc:  # the engine died mid-batch: what finished is kept, the rest are error rows
+            engine.abort_request(list(pending))
+            for index, _ in pending.values():
+                finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
         return results
 
 

@@ -147,16 +147,68 @@ def test_key_comes_from_the_named_environment_variable_only(monkeypatch):
         OpenAIEngine(model="m", api_key_env="WENHENG_TEST_KEY").load()
 
 
-def test_identity_has_what_changes_outputs_and_not_the_key_or_concurrency():
+def test_identity_has_what_changes_outputs_and_not_the_transport():
     base = OpenAIEngine(model="qwen", base_url="http://127.0.0.1:8000/v1/", api_key_env="SOME_KEY").identity()
-    assert base["base_url"] == "http://127.0.0.1:8000/v1" and base["model"] == "qwen" and base["chat"] is True
-    assert "SOME_KEY" not in repr(base) and "concurrency" not in base
-    same = OpenAIEngine(model="qwen", base_url="http://127.0.0.1:8000/v1", api_key_env="OTHER", concurrency=64,
+    assert base["model"] == "qwen" and base["chat"] is True
+    assert "SOME_KEY" not in repr(base) and "concurrency" not in base and "base_url" not in base
+    same = OpenAIEngine(model="qwen", base_url="http://10.0.0.7:9000/v1", api_key_env="OTHER", concurrency=64,
                         timeout_s=5, max_retries=0).identity()
-    assert same == base
-    for change in ({"chat": False}, {"model": "qwen2"}, {"base_url": "http://127.0.0.1:9000/v1"},
+    assert same == base   # another host and port, key, concurrency, timeout, retries: the same answers
+    for change in ({"chat": False}, {"model": "qwen2"}, {"revision": "2024-08-06"}, {"seed": 1},
                    {"extra_body": {"top_k": 1}}):
         assert OpenAIEngine(**({"model": "qwen", "base_url": "http://127.0.0.1:8000/v1"} | change)).identity() != base
+    assert OpenAIEngine(model="qwen", revision="a").identity() != OpenAIEngine(model="qwen", revision="b").identity()
+
+
+def test_an_endpoint_moved_to_another_port_is_served_from_the_cache(tmp_path):
+    """The cache keys of the planned prompts do not name the endpoint: the same model served on
+    another port sends nothing; a new `revision` (other weights under the same name) asks again."""
+    spec_params = {"model": "fake-model", "api_key_env": None}
+    prompts = [f"移{i}" for i in range(12)]
+
+    def requests(engine):
+        return [Request(cache_key=cache_key("served", engine.identity(), [{"role": "user", "content": p}],
+                                            {"max_tokens": 16}),
+                        messages=({"role": "user", "content": p},), max_tokens=16) for p in prompts]
+
+    with ResponseCache(tmp_path / "cache.sqlite") as cache:
+        with OpenAIServer() as first:
+            engine = OpenAIEngine(base_url=first.base_url, **spec_params)
+            _, stats = run_with_cache(engine, requests(engine), cache)
+            assert stats.sent == 12 and stats.errors == 0 and sum(first.successes.values()) == 12
+        with OpenAIServer() as moved:
+            assert moved.port != first.port
+            engine = OpenAIEngine(base_url=moved.base_url, concurrency=2, timeout_s=9, **spec_params)
+            found, stats = run_with_cache(engine, requests(engine), cache)
+            assert stats.cache_hits == 12 and stats.sent == 0 and sum(moved.attempts.values()) == 0
+            assert [found[r.cache_key].text for r in requests(engine)] == [answer(p, 16)[0] for p in prompts]
+            pinned = OpenAIEngine(base_url=moved.base_url, revision="ckpt-2", **spec_params)
+            _, stats = run_with_cache(pinned, requests(pinned), cache)
+            assert stats.sent == 12 and sum(moved.successes.values()) == 12
+
+
+def test_progress_counts_every_answer_and_error_of_the_openai_path(tmp_path, monkeypatch):
+    """The OpenAI path's progress: done/total, tokens/s and errors, one final line in a log."""
+    import io
+
+    from pipeline import progress
+
+    prompts = [f"进{i}" for i in range(20)]
+    logged: list[str] = []
+    stream = io.StringIO()
+    monkeypatch.setattr(progress, "default_stream", lambda: stream)   # what run_with_cache's Progress writes to
+    with OpenAIServer(latency_s=0.01, faults=[Fault("500", prompt=prompts[3], times=None)]) as server, \
+            ResponseCache(tmp_path / "cache.sqlite") as cache:
+        engine = _engine(server, max_retries=0, concurrency=4)
+        _, stats = run_with_cache(engine, [_request(p) for p in prompts], cache, log=logged.append,
+                                  label="aceval x served")
+    assert stats.errors == 1
+    out = stream.getvalue()
+    assert "\r" not in out   # not a terminal: no redrawn line
+    [final] = out.splitlines()
+    assert final.startswith("aceval x served: 20/20 answered in ") and final.endswith(", 1 error")
+    assert " tok/s, " in final and " calls/s" in final
+    assert logged[-1] == final
 
 
 def test_results_are_reported_as_they_arrive_in_the_callers_thread():
