@@ -1,4 +1,4 @@
-"""Corrections to benchmark items, and what changed between two versions of a source.
+"""Corrections to benchmark items, and what changed between two builds of a source.
 
 Benchmarks ship errors (wrong gold answers, typos, scraping leftovers). wenheng never edits the
 upstream files; a correction is a row in a file under data/corrections/ (CSV or YAML) with the
@@ -6,6 +6,13 @@ columns `item_id, field, old, new, reason, date`. It is applied to the standardi
 while the item still has the `old` value: once upstream fixes (or otherwise changes) the item,
 the correction is reported `stale` instead of overwriting the new text. Every correction yields
 one audit row (pipeline.schema.CORRECTIONS_AUDIT), applied or not.
+
+A correction may be scoped, per file (top-level keys of a YAML file) or per row (keys of the
+entry; CSV columns), by `benchmark`, `version` (the source `version` in sources.yaml; a string or
+a list) and `path` (a glob, or a list, matched with fnmatch against the benchmark's configured
+source: its absolute path, its path relative to the project, or its url). A correction outside
+its scope is not applied and is reported `out_of_scope`: a fix written for one release of a
+benchmark never touches another, and is not `stale` there.
 
 `old` and `new` are the field's values: plain text for text fields, a JSON array (CSV) or a list
 (YAML) for `choices` and `references`; an empty `old` / `new` cell means null for the text
@@ -16,9 +23,10 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import fnmatch
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,12 +40,35 @@ TEXT_FIELDS = ("context", "question", "answer")
 LIST_FIELDS = ("choices", "references")
 FIELDS = TEXT_FIELDS + LIST_FIELDS
 COLUMNS = ("item_id", "field", "old", "new", "reason", "date")
-# Fields compared between two versions of a source: what a model is asked and what it is scored on.
+SCOPE_KEYS = ("benchmark", "version", "path")
+FILE_KEYS = ("corrections", *SCOPE_KEYS)
+# Fields compared between two builds of a source: what a model is asked and what it is scored on.
 DIFF_FIELDS = ("context", "question", "choices", "answer", "references")
 
 
 class CorrectionsError(ValueError):
-    """A corrections file is malformed; the message names the file and row."""
+    """A corrections file is malformed; one line per problem, each naming the file and the entry."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a correction applies; an empty part matches everything."""
+
+    benchmark: str | None = None
+    versions: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()     # fnmatch globs
+
+    def problem(self, version: str | None, locations: tuple[str, ...] | None) -> str | None:
+        """Why a benchmark built from source `version` at `locations` is outside this scope, or None.
+        `locations` None: the benchmark's source is not known here."""
+        if self.versions and version not in self.versions:
+            return f"scoped to version {' or '.join(self.versions)}; the source is version {version}"
+        if self.paths:
+            if not locations:
+                return f"scoped to path {' or '.join(self.paths)}; the source's path is not known"
+            if not any(fnmatch.fnmatchcase(loc, glob) for loc in locations for glob in self.paths):
+                return f"scoped to path {' or '.join(self.paths)}; the source is {locations[0]}"
+        return None
 
 
 @dataclass(frozen=True)
@@ -49,11 +80,17 @@ class Correction:
     reason: str
     date: str
     origin: str         # "<file>:<n>": the CSV line or the YAML entry number
+    scope: Scope = Scope()
+
+    @property
+    def benchmark(self) -> str:
+        return self.item_id.split("/", 1)[0]
 
 
 def load_corrections(path: Path) -> list[Correction]:
     """Every correction in a file, or in the *.csv / *.yaml / *.yml files of a folder (name order).
-    A missing folder means no corrections."""
+    A missing folder means no corrections. Every problem of every file is collected and raised
+    together, one line each."""
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".csv", ".yaml", ".yml"))
     elif path.is_file():
@@ -61,31 +98,71 @@ def load_corrections(path: Path) -> list[Correction]:
     else:
         return []
     corrections: list[Correction] = []
+    problems: list[str] = []
     for file in files:
-        rows = _csv_rows(file) if file.suffix.lower() == ".csv" else _yaml_rows(file)
-        corrections += [_correction(file, where, row) for where, row in rows]
+        try:
+            defaults, rows = _csv_rows(file) if file.suffix.lower() == ".csv" else _yaml_rows(file)
+        except CorrectionsError as exc:
+            problems += str(exc).splitlines()
+            continue
+        defaults = _file_scope(file, defaults, problems)
+        for where, row in rows:
+            try:
+                corrections.append(_correction(file, where, row, defaults))
+            except CorrectionsError as exc:
+                problems += str(exc).splitlines()
+    if problems:
+        raise CorrectionsError("\n".join(problems))
     return corrections
 
 
-def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Correction]
+def source_locations(sources: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """benchmark -> the strings a `path` scope is matched against: the configured source's absolute
+    path, its path relative to the project (e.g. data/samples/wyweb) and its url, if any."""
+    found = {}
+    for name, spec in sources.items():
+        where = Path(spec.path).resolve()
+        locations = [where.as_posix()]
+        if where.is_relative_to(PROJECT_ROOT):
+            locations.insert(0, where.relative_to(PROJECT_ROOT).as_posix())
+        if getattr(spec, "url", ""):
+            locations.append(spec.url)
+        found[name] = tuple(locations)
+    return found
+
+
+def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Correction],
+                      sources: Mapping[str, Any] | None = None
                       ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(corrected items, audit rows). Items are copied, never modified in place; corrections run in
     order, so a second correction of the same field sees the first one's result. The script and
-    both hashes of a corrected item are recomputed."""
+    both hashes of a corrected item are recomputed.
+
+    `sources` (benchmark -> SourceSpec, as load_sources returns) is where `path` scopes look; when
+    it is None and a correction has a path scope, the configured sources file is read."""
     items = [dict(item) for item in items]
+    corrections = list(corrections)
     by_id = {item["item_id"]: item for item in items}
-    ingested = {item["benchmark"] for item in items}
+    versions = {item["benchmark"]: item.get("source_version") for item in items}
+    if sources is None and any(c.scope.paths for c in corrections):
+        sources = _configured_sources()
+    locations = source_locations(sources or {})
     audit, changed = [], set()
     for corr in corrections:
+        if corr.benchmark not in versions:
+            continue  # a correction to a benchmark this build does not ingest
+        outside = corr.scope.problem(versions[corr.benchmark], locations.get(corr.benchmark))
+        if outside:
+            audit.append(_audit(corr, corr.benchmark, "out_of_scope", note=outside))
+            continue
         item = by_id.get(corr.item_id)
-        if item is None and corr.item_id.split("/", 1)[0] not in ingested:
-            continue  # a correction to a benchmark this run does not ingest
         if item is None:
-            audit.append(_audit(corr, corr.item_id.split("/", 1)[0], "unknown_item"))
+            audit.append(_audit(corr, corr.benchmark, "unknown_item"))
             continue
         current = _value(item.get(corr.field), corr.field)
         if current != corr.old:
-            audit.append(_audit(corr, item["benchmark"], "stale", current=current))
+            audit.append(_audit(corr, item["benchmark"], "stale",
+                                note=f"the item's {corr.field} is now {_encode(current)}"))
             continue
         item[corr.field] = list(corr.new) if corr.field in LIST_FIELDS else corr.new
         changed.add(corr.item_id)
@@ -95,30 +172,46 @@ def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Cor
     return items, audit
 
 
-def correct(items: Iterable[dict[str, Any]], path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def correct(items: Iterable[dict[str, Any]], path: Path, sources: Mapping[str, Any] | None = None
+            ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Load the corrections under `path` (a file or folder) and apply them."""
-    return apply_corrections(items, load_corrections(path))
+    return apply_corrections(items, load_corrections(path), sources)
 
 
-def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[dict[str, Any]]
-                  ) -> list[dict[str, Any]]:
-    """Audit rows (status `changed_upstream`) for items present in both versions, matched by
-    item_id, whose context, question, choices, answer or references differ: one row per changed
-    field, origin "upstream <old version> -> <new version>". Items added or removed are not
-    reported here; the items table shows those."""
+def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[dict[str, Any]],
+                  corrected: Iterable[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Audit rows for what changed between the previous build of a source and this one, items
+    matched by item_id: `changed_upstream`, one row per field (context, question, choices, answer,
+    references) that differs; `removed_upstream`, one row per previous item no longer there;
+    `added_upstream`, one row per new item. Origin "upstream <old version> -> <new version>", or
+    "upstream <version> (same version label)" when the label did not change but the content did.
+
+    `new_items` are the items as read from upstream; `corrected` (optional) the same items after
+    corrections. The previous build holds corrected items, so a field counts as unchanged when its
+    previous value equals either the upstream or the corrected value now: a correction applied to
+    both builds, or first applied in this one, is not an upstream change."""
+    new_items = list(new_items)
     before = {item["item_id"]: item for item in previous_items}
+    after = {item["item_id"]: item for item in (corrected if corrected is not None else new_items)}
+    now_ids = {item["item_id"] for item in new_items}
     rows = []
     for item in new_items:
         old = before.get(item["item_id"])
         if old is None:
+            rows.append(_presence_row(item, "added_upstream", None, item))
             continue
-        origin = f"upstream {old.get('source_version')} -> {item.get('source_version')}"
+        origin = _origin(old, item)
+        fixed = after.get(item["item_id"], item)
         for name in DIFF_FIELDS:
             was, now = _value(old.get(name), name), _value(item.get(name), name)
-            if was != now:
+            if was != now and was != _value(fixed.get(name), name):
                 rows.append({"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": name,
                              "old": _encode(was), "new": _encode(now), "reason": "changed between versions",
                              "date": None, "status": "changed_upstream", "origin": origin})
+    version = next((item.get("source_version") for item in new_items), None)
+    for item_id, old in before.items():
+        if item_id not in now_ids:
+            rows.append(_presence_row(old, "removed_upstream", version, None))
     return rows
 
 
@@ -135,58 +228,169 @@ def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _audit(corr: Correction, benchmark: str, status: str, current: Any = None) -> dict[str, Any]:
-    reason = corr.reason
-    if status == "stale":
-        reason = f"{corr.reason} [not applied: the item's {corr.field} is now {_encode(current)}]"
+def _origin(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    was, now = old.get("source_version"), new.get("source_version")
+    return f"upstream {was} -> {now}" if was != now else f"upstream {now} (same version label)"
+
+
+def _presence_row(item: Mapping[str, Any], status: str, version: str | None,
+                  new: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One row for an item that only one of the two builds has; `old` / `new` hold its compared
+    fields, the reason where it is (or was) in the source."""
+    fields = _encode({name: _value(item.get(name), name) for name in DIFF_FIELDS})
+    where = f"{item.get('source_file')} {item.get('source_locator')}"
+    if status == "added_upstream":
+        return {"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": None, "old": None,
+                "new": fields, "reason": f"new upstream, at {where}", "date": None, "status": status,
+                "origin": f"upstream -> {item.get('source_version')}"}
+    return {"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": None, "old": fields,
+            "new": None, "reason": f"no longer upstream (was at {where})", "date": None, "status": status,
+            "origin": f"upstream {item.get('source_version')} -> {version}"}
+
+
+def _audit(corr: Correction, benchmark: str, status: str, note: str | None = None) -> dict[str, Any]:
+    reason = corr.reason if note is None else f"{corr.reason} [not applied: {note}]"
     return {"item_id": corr.item_id, "benchmark": benchmark, "field": corr.field, "old": _encode(corr.old),
             "new": _encode(corr.new), "reason": reason, "date": corr.date, "status": status,
             "origin": corr.origin}
 
 
-def _csv_rows(file: Path) -> list[tuple[str, dict[str, Any]]]:
+def _configured_sources() -> dict[str, Any]:
+    from pipeline.config import load_sources
+    from pipeline.paths import sources_file
+
+    return load_sources(sources_file())
+
+
+def _csv_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     text = file.read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
     reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    header = reader.fieldnames or []
+    problems = []
+    missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise CorrectionsError(f"{file}: missing columns {missing}; expected {', '.join(COLUMNS)}")
-    return [(f"{file.name}:{reader.line_num}", row) for row in reader]
+        problems.append(f"{file}: missing columns {missing}; expected {', '.join(COLUMNS)}")
+    unknown = [c for c in header if c not in COLUMNS + SCOPE_KEYS]
+    if unknown:
+        problems.append(f"{file}: unknown columns {unknown}; expected {', '.join(COLUMNS)} "
+                        f"and optionally {', '.join(SCOPE_KEYS)}")
+    if problems:
+        raise CorrectionsError("\n".join(problems))
+    # an empty scope cell means no scope of that kind
+    return {}, [(f"{file.name}:{reader.line_num}",
+                 {k: v for k, v in row.items() if not (k in SCOPE_KEYS and not (v or "").strip())})
+                for row in reader]
 
 
-def _yaml_rows(file: Path) -> list[tuple[str, dict[str, Any]]]:
+def _yaml_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8-sig"))
     except yaml.YAMLError as exc:
-        raise CorrectionsError(f"{file}: not valid YAML: {exc}") from exc
-    rows = (data or {}).get("corrections") if isinstance(data, dict) else data
+        raise CorrectionsError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    defaults: dict[str, Any] = {}
+    if isinstance(data, dict):
+        unknown = sorted(str(k) for k in data if k not in FILE_KEYS)
+        if unknown:
+            raise CorrectionsError(f"{file}: unknown keys {unknown}; expected corrections and optionally "
+                                   f"{', '.join(SCOPE_KEYS)}")
+        defaults = {k: data[k] for k in SCOPE_KEYS if k in data}
+        rows = data.get("corrections")
+    else:
+        rows = data
     if not isinstance(rows, list):
         raise CorrectionsError(f"{file}: expected a list of corrections (or a 'corrections:' list)")
-    return [(f"{file.name}:{n}", row) for n, row in enumerate(rows, start=1)]
+    return defaults, [(f"{file.name}:{n}", row) for n, row in enumerate(rows, start=1)]
 
 
-def _correction(file: Path, where: str, row: Any) -> Correction:
+def _correction(file: Path, where: str, row: Any, defaults: Mapping[str, Any]) -> Correction:
+    at = f"{file} ({where})"
     if not isinstance(row, dict):
-        raise CorrectionsError(f"{file} ({where}): expected a mapping with {', '.join(COLUMNS)}")
+        raise CorrectionsError(f"{at}: expected a mapping with {', '.join(COLUMNS)}")
+    problems = []
     missing = [c for c in COLUMNS if c not in row]
     if missing:
-        raise CorrectionsError(f"{file} ({where}): missing {missing}")
+        problems.append(f"{at}: missing {missing}")
+    unknown = sorted(str(k) for k in row if k not in COLUMNS + SCOPE_KEYS)
+    if unknown:
+        problems.append(f"{at}: unknown keys {unknown}; expected {', '.join(COLUMNS)} "
+                        f"and optionally {', '.join(SCOPE_KEYS)}")
+    if problems:
+        raise CorrectionsError("\n".join(problems))
     item_id, name = str(row["item_id"] or "").strip(), str(row["field"] or "").strip()
     if item_id.count("/") < 3:
-        raise CorrectionsError(f"{file} ({where}): item_id {item_id!r} is not benchmark/split/task/key")
+        problems.append(f"{at}: item_id {item_id!r} is not benchmark/split/task/key")
     if name not in FIELDS:
-        raise CorrectionsError(f"{file} ({where}): field {name!r} cannot be corrected; use one of {FIELDS}")
+        problems.append(f"{at}: field {name!r} cannot be corrected; use one of {FIELDS}")
     reason = str(row["reason"] or "").strip()
     if not reason:
-        raise CorrectionsError(f"{file} ({where}): every correction needs a reason")
+        problems.append(f"{at}: every correction needs a reason")
     date = row["date"]
     try:
         date = dt.date.fromisoformat(str(date)).isoformat() if not isinstance(date, dt.date) else date.isoformat()
-    except ValueError as exc:
-        raise CorrectionsError(f"{file} ({where}): date {row['date']!r} is not YYYY-MM-DD") from exc
-    old, new = (_parse_value(file, where, name, row[k], k) for k in ("old", "new"))
-    if name in ("question",) and not new:
-        raise CorrectionsError(f"{file} ({where}): a question cannot be corrected to empty")
-    return Correction(item_id, name, old, new, reason, date, f"{_shown(file)}:{where.rsplit(':', 1)[-1]}")
+    except ValueError:
+        problems.append(f"{at}: date {row['date']!r} is not YYYY-MM-DD")
+    values = []
+    for column in ("old", "new"):
+        try:
+            values.append(_parse_value(file, where, name, row[column], column) if name in FIELDS else None)
+        except CorrectionsError as exc:
+            problems.append(str(exc))
+    if name == "question" and len(values) == 2 and not values[1]:
+        problems.append(f"{at}: a question cannot be corrected to empty")
+    scope = _scope(at, item_id.split("/", 1)[0], {**defaults, **{k: row[k] for k in SCOPE_KEYS if k in row}},
+                   problems)
+    if problems:
+        raise CorrectionsError("\n".join(problems))
+    return Correction(item_id, name, values[0], values[1], reason, date,
+                      f"{_shown(file)}:{where.rsplit(':', 1)[-1]}", scope)
+
+
+def _file_scope(file: Path, given: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """A YAML file's own scope keys, checked once: the valid ones, with a line for each bad one."""
+    from pipeline import benchmarks
+
+    valid = {}
+    benchmark = given.get("benchmark")
+    if benchmark is not None:
+        if isinstance(benchmark, str) and benchmark in benchmarks.names():
+            valid["benchmark"] = benchmark
+        else:
+            problems.append(f"{file}: benchmark {benchmark!r} is not one of {', '.join(benchmarks.names())}")
+    for key in ("version", "path"):
+        before = len(problems)
+        if _scope_values(str(file), key, given.get(key), problems) and len(problems) == before:
+            valid[key] = given[key]
+    return valid
+
+
+def _scope(at: str, item_benchmark: str, given: Mapping[str, Any], problems: list[str]) -> Scope:
+    from pipeline import benchmarks
+
+    known = benchmarks.names()
+    if item_benchmark not in known:
+        problems.append(f"{at}: item_id names benchmark {item_benchmark!r}; expected one of {', '.join(known)}")
+    benchmark = given.get("benchmark")
+    if benchmark is not None:
+        if not isinstance(benchmark, str) or benchmark not in known:
+            problems.append(f"{at}: benchmark {benchmark!r} is not one of {', '.join(known)}")
+        elif benchmark != item_benchmark:
+            problems.append(f"{at}: item_id {item_benchmark}/... is outside the scope benchmark {benchmark!r}")
+    return Scope(benchmark if isinstance(benchmark, str) else None,
+                 _scope_values(at, "version", given.get("version"), problems),
+                 _scope_values(at, "path", given.get("path"), problems))
+
+
+def _scope_values(at: str, key: str, value: Any, problems: list[str]) -> tuple[str, ...]:
+    """A scope's `version` or `path`: a string (a version may be an integer in YAML) or a list."""
+    if value is None:
+        return ()
+    values = value if isinstance(value, list) else [value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v).strip()
+                         for v in values):
+        what = "a version label" if key == "version" else "a path glob"
+        problems.append(f"{at}: {key} must be {what} or a list of them (got {value!r}); quote it in YAML")
+        return ()
+    return tuple(str(v).strip() for v in values)
 
 
 def _shown(file: Path) -> str:
@@ -202,7 +406,7 @@ def _parse_value(file: Path, where: str, name: str, value: Any, column: str) -> 
             try:
                 value = json.loads(value) if value.strip() else []
             except json.JSONDecodeError as exc:
-                raise CorrectionsError(f"{file} ({where}): {column} of {name} must be a JSON array: {exc}") from exc
+                raise CorrectionsError(f"{file} ({where}): {column} of {name} must be a JSON array: {exc}") from None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise CorrectionsError(f"{file} ({where}): {column} of {name} must be a list of strings")
         return value
@@ -211,4 +415,3 @@ def _parse_value(file: Path, where: str, name: str, value: Any, column: str) -> 
     if not isinstance(value, str):
         raise CorrectionsError(f"{file} ({where}): {column} must be text (quote it in YAML)")
     return value
-

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,26 +30,24 @@ def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[d
     return items, quarantine
 
 
-def versions_changed(previous: list[dict[str, Any]], current: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The previous items of benchmarks whose source_version differs now: only a new upstream
-    version is diffed, so an unchanged source never reports its own corrections as changes."""
-    now = {it["benchmark"]: it["source_version"] for it in current}
-    return [it for it in previous if it["benchmark"] in now and it["source_version"] != now[it["benchmark"]]]
-
-
 def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
-                previous_items: list[dict[str, Any]] | None = None
+                previous_items: list[dict[str, Any]] | None = None,
+                sources: Mapping[str, Any] | None = None,
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """All raw_<benchmark> rows -> (items, quarantine, corrections audit).
+    """raw_<benchmark> rows (of every benchmark, or of one) -> (items, quarantine, corrections audit).
 
     Readable rows are standardized and corrected; rows the adapters rejected and repeated ids go
-    to quarantine. `previous_items` (the items table as last built) is diffed per field for every
-    benchmark whose source version changed since."""
+    to quarantine. `previous_items` (the items as last built: the whole table or one benchmark's
+    part) are diffed against the new ones for every benchmark in `raw_rows`: changed fields,
+    removed and added items (pipeline.corrections.diff_versions); previous items of benchmarks not
+    in `raw_rows` are ignored. `sources` (benchmark -> SourceSpec) is where corrections scoped to
+    a `path` look; None reads the configured sources file when one is."""
     readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
                 if row["reason"] is None]
-    items, quarantine = standardize(readable)
-    items, audit = correct(items, corrections_dir)
+    upstream, quarantine = standardize(readable)
+    items, audit = correct(upstream, corrections_dir, sources)
     if previous_items:
-        audit += diff_versions(versions_changed(previous_items, items), items)
+        built = {row["benchmark"] for row in raw_rows}
+        audit += diff_versions([it for it in previous_items if it["benchmark"] in built], upstream, items)
     rejected = [{k: row[k] for k in QUARANTINE.names} for row in raw_rows if row["reason"] is not None]
     return items, rejected + quarantine, audit

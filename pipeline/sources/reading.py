@@ -20,6 +20,7 @@ the reconciliation fails. The file formats are described in pipeline/sources/REA
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -435,6 +436,27 @@ def provenance(spec: SourceSpec, source_file: str, locator: Any, default_license
     """The fields every item carries about where it came from."""
     return {"benchmark": spec.benchmark, "source_version": spec.version, "source_file": source_file,
             "source_locator": str(locator), "license": spec.license or default_license}
+
+
+CONTENT_KEY_CHARS = 12   # hex digits of sha256: 48 bits, collision-free in practice at benchmark sizes
+
+
+class ContentKeys:
+    """Item keys for files whose rows carry no id (WYWEB): the first 12 hex digits of the SHA-256
+    of the text that defines the item, so a row keeps its key when rows around it are added,
+    removed or reordered, and its line number is only its `source_locator`. Rows with the same
+    defining text within one scope (a split and task) are told apart by order of appearance: the
+    first keeps the bare hash, later ones get `-2`, `-3`, ... One instance per parse."""
+
+    def __init__(self) -> None:
+        self._seen: Counter = Counter()
+
+    def key(self, scope: Any, *parts: Any) -> str:
+        digest = hashlib.sha256(json.dumps(parts, ensure_ascii=False).encode("utf-8")).hexdigest()
+        base = digest[:CONTENT_KEY_CHARS]
+        self._seen[(scope, base)] += 1
+        n = self._seen[(scope, base)]
+        return base if n == 1 else f"{base}-{n}"
 
 
 def letter(index: int) -> str:

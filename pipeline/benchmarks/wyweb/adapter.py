@@ -1,5 +1,10 @@
-"""WYWEB: <dir>/<task>/<split>.<ext>, one folder per task, no id fields: the key of a row is its
-line number (1-based) in line files and its array index (0-based) in JSON arrays.
+"""WYWEB: <dir>/<task>/<split>.<ext>, one folder per task, no id fields. The key of a row is
+derived from its content (pipeline.sources.reading.ContentKeys): 12 hex digits of the SHA-256 of
+the text the item asks about (its context and question), so adding, deleting or moving a line
+changes no other item's id and an edited gold or option shows up as a changed field, not a new
+item. Rows with identical text in one split and task are numbered in order of appearance (`-2`,
+`-3`, ...). The line number (1-based; the array index, 0-based, in JSON arrays) is the item's
+`source_locator`.
 
 Tasks (formats in pipeline/sources/README.md):
   punc   punctuation restoration   tsv  text<TAB>one mark per char     labeling (gold: punctuated text)
@@ -39,6 +44,7 @@ from pipeline.dedup.keys import match_keys
 from pipeline.dedup.policy import QUALITY_FLAGS_KEY, option_quality_flags
 from pipeline.sources.reading import (
     MERGED_ROWS,
+    ContentKeys,
     ParseResult,
     display_path,
     guarded_file,
@@ -83,6 +89,7 @@ Row = tuple[dict[str, Any] | None, str]
 def parse(spec: SourceSpec) -> ParseResult:
     result = ParseResult()
     root = spec.path
+    keys = ContentKeys()   # one numbering of identical rows per split and task, across its files
     for task, (extensions, kind, reader) in TASKS.items():
         folder = root / task
         if not folder.is_dir():
@@ -93,19 +100,19 @@ def parse(spec: SourceSpec) -> ParseResult:
             shown = display_path(path, root)
             guarded_file(result, "wyweb", shown,
                          lambda own, path=path, shown=shown, task=task, kind=kind, reader=reader:
-                         _parse_file(spec, task, kind, reader, path, shown, own))
+                         _parse_file(spec, task, kind, reader, path, shown, own, keys))
     return result
 
 
 def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], Row], path: Path,
-                shown: str, result: ParseResult) -> None:
+                shown: str, result: ParseResult, keys: ContentKeys) -> None:
     split = path.stem
     if kind == "array":
         rows = [(index, f"index {index}", rec if broken is None else text, broken)
                 for index, (rec, broken, text) in enumerate(read_json_array(path))]
     else:
         rows = [(number, f"line {number}", line, None) for number, line in enumerate(read_lines(path), start=1)]
-    for key, locator, raw, broken in rows:
+    for _, locator, raw, broken in rows:
         result.raw_counts[shown] += 1
         if kind == "jsonl" and broken is None:
             line = raw
@@ -123,7 +130,7 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
         item.setdefault("question", None)
         item.setdefault("references", [])
         item.update({
-            "item_id": f"wyweb/{split}/{task}/{key}",
+            "item_id": f"wyweb/{split}/{task}/{keys.key((split, task), item.get('context'), item['question'])}",
             **provenance(spec, shown, locator, LICENSE),
             "split": split,
             "task": task,

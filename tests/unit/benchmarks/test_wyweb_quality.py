@@ -40,6 +40,12 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def place(item: dict) -> str:
+    """An item's place in its file, wyweb/<split>/<task>/<line or index>: WYWEB ids are hashes of
+    the text, and these tests name items by the row they come from."""
+    return f"wyweb/{item['split']}/{item['task']}/{item['source_locator'].split()[-1]}"
+
+
 def _json_array(rows: list[dict]) -> str:
     return json.dumps(rows, ensure_ascii=False, indent=1)
 
@@ -48,13 +54,14 @@ def _json_array(rows: list[dict]) -> str:
 def wywmt(tmp_path):
     _write(tmp_path / "wywmt" / "dev.tsv", "\n".join(WYWMT_LINES))
     result = parse_source(SourceSpec("wyweb", tmp_path, "v"))
-    return result, {i["item_id"]: i for i in result.items}
+    return result, {place(i): i for i in result.items}
 
 
 # --- WYWMT: one item per source sentence, every translation a reference -------------------------
 
 def test_a_sentence_with_several_translations_is_one_item_with_the_first_rows_id(wywmt):
-    _, items = wywmt
+    result, items = wywmt
+    assert [i["item_id"] for i in items.values()] == [i["item_id"] for i in result.items]
     assert list(items) == ["wyweb/dev/wywmt/1", "wyweb/dev/wywmt/2", "wyweb/dev/wywmt/5", "wyweb/dev/wywmt/7"]
     first = items["wyweb/dev/wywmt/1"]
     assert (first["context"], first["source_locator"]) == ("子曰：", "line 1")
@@ -89,11 +96,12 @@ def test_a_lost_row_fails_the_reconciliation(wywmt):
 
 
 def test_merged_items_leave_no_conflicting_gold_cluster(wywmt):
-    result, _ = wywmt
+    result, by_place = wywmt
     items, _ = standardize(result.items)
     rows, _ = cluster(items)
     assert conflicting_clusters(items, rows) == []
-    assert {r["item_id"] for r in rows} == {"wyweb/dev/wywmt/2", "wyweb/dev/wywmt/5"}  # the exact copy
+    names = {i["item_id"]: p for p, i in by_place.items()}
+    assert {names[r["item_id"]] for r in rows} == {"wyweb/dev/wywmt/2", "wyweb/dev/wywmt/5"}  # the exact copy
 
 
 def test_translation_is_scored_against_every_reference(wywmt):
@@ -155,7 +163,7 @@ def mcq(mcq_root):
     result = parse_source(SourceSpec("wyweb", mcq_root, "v"))
     assert rows_accounted(result.rows()) == result.raw_counts
     assert [q["reason"] for q in result.quarantine] == ["the gold option A is empty"]
-    return {i["item_id"]: i for i in result.items}
+    return {place(i): i for i in result.items}
 
 
 def test_options_are_flagged_in_metadata(mcq):
@@ -173,18 +181,19 @@ def test_flags_need_the_gold_and_any_markup():
 
 
 def test_the_report_counts_items_per_flag_with_the_first_ids(mcq):
+    ids = {p: i["item_id"] for p, i in mcq.items()}
     assert quality_report(list(mcq.values())) == {
-        "html_option": {"items": 1, "first ids": ["wyweb/dev/irc/1"]},
-        "empty_option": {"items": 2, "first ids": ["wyweb/dev/wywrc/0", "wyweb/dev/irc/2"]},  # file order
-        "gold_repeated": {"items": 1, "first ids": ["wyweb/dev/irc/3"]},
+        "html_option": {"items": 1, "first ids": [ids["wyweb/dev/irc/1"]]},
+        "empty_option": {"items": 2, "first ids": [ids["wyweb/dev/wywrc/0"], ids["wyweb/dev/irc/2"]]},  # file order
+        "gold_repeated": {"items": 1, "first ids": [ids["wyweb/dev/irc/3"]]},
     }
 
 
 def test_flagged_items_are_left_out_unless_kept(mcq):
     items = list(mcq.values())
     flagged = {i for i, flags in EXPECTED_FLAGS.items() if flags}
-    assert {it["item_id"] for it in quality_items(items, {})} == set(mcq) - flagged     # default: drop
-    assert {it["item_id"] for it in quality_items(items, {"wyweb": "drop"})} == set(mcq) - flagged
+    assert {place(it) for it in quality_items(items, {})} == set(mcq) - flagged     # default: drop
+    assert {place(it) for it in quality_items(items, {"wyweb": "drop"})} == set(mcq) - flagged
     assert quality_items(items, {"wyweb": "keep"}) == items
     with pytest.raises(ValueError, match="quality policy"):
         quality_items(items, {"wyweb": "ignore"})
@@ -249,7 +258,11 @@ def test_prompts_leave_flagged_items_out_by_default(workdir, monkeypatch, mcq_ro
     meta = summary.metadata("prompts")
     assert meta["items left out: data quality"] == (0 if keep else 4)
     assert meta["items left out: duplicates"] == 0
-    asked = {row["item_id"] for row in pq.read_table(workdir / "lake" / "prompts.parquet").to_pylist()}
+    names = {i["item_id"]: place(i) for i in parse_source(SourceSpec("wyweb", mcq_root, "v")).items}
+    lake = workdir / "lake"
+    prompts = lake / "prompts" / "wyweb.parquet"   # per benchmark partition; one file before partitions
+    prompts = prompts if prompts.is_file() else lake / "prompts.parquet"
+    asked = {names[row["item_id"]] for row in pq.read_table(prompts).to_pylist()}
     flagged = {i for i, flags in EXPECTED_FLAGS.items() if flags}
     assert asked == (set(EXPECTED_FLAGS) if keep else set(EXPECTED_FLAGS) - flagged)
 
@@ -269,8 +282,8 @@ def _parse_task(task: str, filename: str) -> tuple[list[dict], list[dict]]:
 def test_published_wywrc_has_one_flagged_item():
     items, _ = _parse_task("wywrc", "dev.json")
     assert len(items) == 432
-    assert quality_report(items) == {"empty_option": {"items": 1, "first ids": ["wyweb/dev/wywrc/69"]}}
-    by_id = {i["item_id"]: i for i in items}
+    by_id = {place(i): i for i in items}
+    assert quality_report(items) == {"empty_option": {"items": 1, "first ids": [by_id["wyweb/dev/wywrc/69"]["item_id"]]}}
     assert by_id["wyweb/dev/wywrc/69"]["metadata"]["empty_options"] == ["D"]
     # 不知道 twice among the distractors: still one right answer, not flagged
     assert by_id["wyweb/dev/wywrc/426"]["metadata"]["duplicate_options"] is True
@@ -283,7 +296,8 @@ def test_published_irc_flags():
     (empty_gold,) = quarantine   # the one item whose gold option is empty
     assert empty_gold["reason"].startswith("the gold option")
     report = quality_report(items, first=len(items))
-    assert "wyweb/dev/irc/755" in report["html_option"]["first ids"]
+    (irc_755,) = [i["item_id"] for i in items if place(i) == "wyweb/dev/irc/755"]
+    assert irc_755 in report["html_option"]["first ids"]
     # as measured on this file (WYWEB 34bb6fd): HTML debris in 9 items (in options or in the source
     # sentence), 10 empty options (one of them gold), 10 items whose gold text is also a distractor
     assert report["gold_repeated"]["items"] == 10
@@ -304,9 +318,9 @@ def test_published_wywmt_merges_every_sentence_with_several_translations():
         if key:
             groups.setdefault(key, []).append((n, target))
     several = {f"wyweb/dev/wywmt/{g[0][0]}": g for g in groups.values() if len({t for _, t in g}) > 1}
-    assert {i["item_id"] for i in merged} == set(several)
+    assert {place(i) for i in merged} == set(several)
     for item in merged:
-        group = several[item["item_id"]]
+        group = several[place(item)]
         assert [item["answer"], *item["references"]] == list(dict.fromkeys(t for _, t in group))
     # what dedup still reports is near-duplicate sentences, never one sentence with two golds
     standardized, _ = standardize(items)

@@ -4,6 +4,7 @@ test_sources_*.py; the real upstream files in test_sources_upstream.py)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from conftest import ROOT
@@ -120,8 +121,9 @@ def test_wyweb_crlf_and_bad_lines(tmp_path):
     (tmp_path / "tlc").mkdir()
     (tmp_path / "tlc" / "dev.tsv").write_bytes("远古\t先秦\t文一\r\n上古\t先秦\t文二\r\n".encode())
     result = parse_source(SourceSpec("wyweb", tmp_path, "v"))
-    ids = sorted(i["item_id"] for i in result.items)
-    assert ids == ["wyweb/dev/tlc/1", "wyweb/dev/wywmt/1", "wyweb/dev/wywmt/3"]
+    rows = sorted((i["task"], i["source_locator"]) for i in result.items)
+    assert rows == [("tlc", "line 1"), ("wywmt", "line 1"), ("wywmt", "line 3")]
+    assert all(re.fullmatch(r"wyweb/dev/(tlc|wywmt)/[0-9a-f]{12}", i["item_id"]) for i in result.items)
     assert {q["source_locator"] for q in result.quarantine} == {"line 2"}
     assert result.items[0]["answer"] in ("今译一", "A")
 

@@ -13,6 +13,11 @@ from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
 from pipeline.sources.ingest import parse_source
 
+
+def place(item) -> str:
+    """A WYWEB item's place in its file (wyweb/<split>/<task>/<line or index>); its id is a hash."""
+    return f"wyweb/{item['split']}/{item['task']}/{item['source_locator'].split()[-1]}"
+
 GBK = "远古\t先秦\t天时不如地利。\n".encode("gbk")
 
 
@@ -78,7 +83,7 @@ def test_bom_and_crlf_everywhere(tmp_path):
         {"id": "a", "task": "WS", "question": "不尽长江*来", "options": ["滚滚", "滔滔", "浩浩", "汩汩"], "answer": "A"})))
     wyweb = _parse("wyweb", tmp_path / "wyweb")
     assert not wyweb.quarantine
-    assert {i["item_id"]: i["answer"] for i in wyweb.items} == {
+    assert {place(i): i["answer"] for i in wyweb.items} == {
         "wyweb/dev/glner/1": "[孔子]曰", "wyweb/dev/xuci/1": "A", "wyweb/dev/irc/0": "A"}
     assert _parse("fuxi", tmp_path / "fuxi").items[0]["answer"] == "下定决心"
     assert _parse("cpdue", tmp_path / "cpdue").items[0]["question"] == "不尽长江*来"
@@ -96,7 +101,7 @@ def test_bad_json_array_is_one_row_bad_json_line_is_that_line(tmp_path):
     assert reasons[("wywrc/dev.json", "file")] == "expected a JSON array of objects, not an object"
     assert reasons[("glner/dev.jsonl", "line 2")].startswith("not valid JSON: ")
     assert reasons[("glner/dev.jsonl", "line 3")] == "not a JSON object"
-    assert [i["item_id"] for i in wyweb.items] == ["wyweb/dev/glner/1"]
+    assert [place(i) for i in wyweb.items] == ["wyweb/dev/glner/1"]
 
     _write(tmp_path / "fuxi" / "test.jsonl", _jsonl({"id": 1, "task": "BA", "input": "问", "output": "答"}, "{oops", "",
                                                      '"a string"'))
@@ -123,7 +128,7 @@ def test_wrong_delimiter_and_missing_columns(tmp_path):
         ("wywrc/dev.json", "index 0"): "missing: option3",
         ("irc/dev.json", "index 0"): "options must be a list of 4 strings",
     }
-    assert [i["item_id"] for i in result.items] == ["wyweb/dev/tlc/2"]
+    assert [place(i) for i in result.items] == ["wyweb/dev/tlc/2"]
 
 
 def test_fuxi_and_cpdue_missing_fields(tmp_path):
@@ -165,7 +170,7 @@ def test_empty_gold_is_quarantined(tmp_path):
     wyweb = _parse("wyweb", tmp_path / "wyweb")
     assert _reasons(wyweb) == ["the gold option D (option3) is empty", "the gold option A is empty",
                                "empty source or reference translation"]
-    kept = {i["item_id"]: i for i in wyweb.items}
+    kept = {place(i): i for i in wyweb.items}
     assert set(kept) == {"wyweb/dev/wywrc/1", "wyweb/dev/wywmt/2"}
     assert kept["wyweb/dev/wywrc/1"]["metadata"]["empty_options"] == ["D"]  # an empty distractor is kept, flagged
 
@@ -259,7 +264,7 @@ def test_a_reader_failure_is_contained_to_its_row(tmp_path, monkeypatch):
 
     monkeypatch.setitem(wyweb.TASKS, "tlc", (("tsv",), "tsv", broken))
     result = _parse("wyweb", tmp_path)
-    assert [i["item_id"] for i in result.items] == ["wyweb/dev/tlc/1", "wyweb/dev/wywmt/1"]
+    assert [place(i) for i in result.items] == ["wyweb/dev/tlc/1", "wyweb/dev/wywmt/1"]
     assert [(q["source_locator"], q["reason"]) for q in result.quarantine] == [
         ("line 2", "could not read row: RuntimeError: reader bug")]
     assert result.raw_counts["tlc/dev.tsv"] == 2 and not result.incomplete
@@ -278,7 +283,7 @@ def test_a_parser_failure_outside_rows_fails_the_reconciliation(tmp_path, monkey
 
     monkeypatch.setattr(wyweb, "_merge_references", merge_bug)
     result = parse_source(SourceSpec("wyweb", tmp_path, "v"))
-    assert [i["item_id"] for i in result.items] == ["wyweb/dev/tlc/1"]
+    assert [place(i) for i in result.items] == ["wyweb/dev/tlc/1"]
     (row,) = result.quarantine
     assert (row["source_file"], row["source_locator"]) == ("wywmt/dev.tsv", "file")
     assert result.raw_counts["wywmt/dev.tsv"] == 2              # rows, not one per file

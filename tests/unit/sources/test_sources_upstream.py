@@ -3,6 +3,7 @@ Expected counts are the benchmarks' published sizes, re-counted on the files."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from conftest import upstream
@@ -99,9 +100,14 @@ def test_real_wyweb_files():
     assert spans == {"noun_other": 19161, "noun_bookname": 7353}
     assert all(i["answer"].replace("《", "").replace("》", "").replace("[", "").replace("]", "") == i["context"]
                for i in glner)
-    # ids are stable keys: line numbers and array indices, so a new version keeps them
-    assert {"wyweb/dev/tlc/1", "wyweb/dev/tlc/6115", "wyweb/dev/fspc/0", "wyweb/dev/glner/2000"} <= {
-        i["item_id"] for i in result.items}
+    # ids are content keys, unique, the same when read again; line numbers and indices are locators
+    ids = [i["item_id"] for i in result.items]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"wyweb/\w+/\w+/[0-9a-f]{12}(-\d+)?", i) for i in ids)
+    assert ids == [i["item_id"] for i in parse_source(SourceSpec("wyweb", upstream("wyweb"), "v2")).items]
+    located = {(i["split"], i["task"], i["source_locator"]) for i in result.items}
+    assert {("dev", "tlc", "line 1"), ("dev", "tlc", "line 6115"), ("dev", "fspc", "index 0"),
+            ("dev", "glner", "line 2000")} <= located
 
 
 def test_real_wyweb_dev_split_only():

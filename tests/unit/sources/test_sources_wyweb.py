@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -14,11 +15,17 @@ from pipeline.sources.ingest import parse_source
 SAMPLES = ROOT / "data" / "samples" / "wyweb"
 
 
+def place(item) -> str:
+    """Where an item sits in its file, written like a position id: wyweb/<split>/<task>/<line or
+    index> (its item_id is a hash of its text; the position is only its source_locator)."""
+    return f"wyweb/{item['split']}/{item['task']}/{item['source_locator'].split()[-1]}"
+
+
 @pytest.fixture(scope="module")
 def items():
     result = parse_source(SourceSpec("wyweb", SAMPLES, "sample"))
     assert not result.quarantine
-    return {i["item_id"]: i for i in result.items}
+    return {place(i): i for i in result.items}
 
 
 def test_every_task_is_present_with_its_format(items):
@@ -32,10 +39,15 @@ def test_every_task_is_present_with_its_format(items):
     }
 
 
-def test_existing_ids_are_kept(items):
+def test_ids_come_from_content_and_positions_are_locators(items):
     assert {f"wyweb/dev/wywmt/{n}" for n in range(1, 5)} | {f"wyweb/dev/tlc/{n}" for n in range(1, 7)} <= set(items)
     assert items["wyweb/dev/wywmt/1"]["source_locator"] == "line 1"
     assert items["wyweb/dev/fspc/0"]["source_locator"] == "index 0"   # JSON arrays: 0-based index
+    ids = [i["item_id"] for i in items.values()]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(rf"wyweb/dev/{i['task']}/[0-9a-f]{{12}}", i["item_id"]) for i in items.values())
+    # the same file parsed again gives the same ids
+    assert [i["item_id"] for i in parse_source(SourceSpec("wyweb", SAMPLES, "other")).items] == ids
 
 
 def test_punctuation_gold_is_the_punctuated_text(items):
@@ -99,7 +111,7 @@ def test_splits_can_be_limited(tmp_path):
         (tmp_path / "wywmt" / f"{split}.tsv").write_text("古文\t今译\n", encoding="utf-8")
     assert Counter(i["split"] for i in parse_source(SourceSpec("wyweb", tmp_path, "v")).items) == {"train": 1, "dev": 1}
     only_dev = parse_source(SourceSpec("wyweb", tmp_path, "v", splits=("dev",)))
-    assert [i["item_id"] for i in only_dev.items] == ["wyweb/dev/wywmt/1"]
+    assert [place(i) for i in only_dev.items] == ["wyweb/dev/wywmt/1"]
     assert set(only_dev.raw_counts) == {"wywmt/dev.tsv"}
 
 
