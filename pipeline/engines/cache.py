@@ -137,9 +137,12 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
             progress.update(comp)
 
         started = time.perf_counter()
-        with progress, stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
-            completions = engine.generate(todo, on_result=persist)
-        stats.seconds = time.perf_counter() - started
+        try:
+            with stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
+                completions = engine.generate(todo, on_result=persist)
+            stats.seconds = time.perf_counter() - started
+        finally:
+            progress.close()  # outside the timing: its last line may go to Dagster's event log
         if stopping.stop_requested():
             stored = sum(1 for comp in completions if not comp.error)
             raise stopping.Stopped(f"stop requested: {stored} answers stored, "
