@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,12 +189,21 @@ def _source(path: Path, name: str, entry: Any, default_quality: str) -> SourceSp
     )
 
 
-def load_config(sources_path: Path, models_path: Path) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
-    """Both files, every problem of both reported together (one ConfigError, one line each):
-    what `wenheng run` checks before any stage starts."""
+def load_config(sources_path: Path, models_path: Path, corrections_path: Path | None = None
+                ) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
+    """Both files and the corrections (default: `paths.corrections_dir()`), every problem of all
+    of them reported together (one ConfigError, one line each): what `wenheng run` checks before
+    any stage starts."""
+    from pipeline.corrections import CorrectionsError, load_corrections
+    from pipeline.paths import corrections_dir
+
     problems = _Problems()
     sources = problems.check(load_sources, sources_path)
     models = problems.check(load_models, models_path)
+    try:
+        load_corrections(corrections_path or corrections_dir())
+    except CorrectionsError as exc:
+        problems.lines.extend(str(exc).splitlines())
     problems.raise_any()
     return sources, models
 
@@ -228,6 +238,9 @@ class ModelSpec:
 
 MODELS_TOP_KEYS = {"models", "judges"}
 SAMPLING_KEYS = {"temperature", "max_tokens"}
+# vLLM's parallelism, checked here so a bad size is a config line (the engine decides which of
+# them are part of its cache identity: pipeline/engines/vllm_engine.py).
+VLLM_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 
 
 def load_models(path: Path) -> dict[str, ModelSpec]:
@@ -287,10 +300,33 @@ def _model(path: Path, name: Any, entry: Any) -> ModelSpec:
     for bench, chosen in settings.items():
         problems.check(_settings, f"{where}.settings.{bench}", bench, chosen)
     if engine in ENGINES:
-        problems.check(_engine_params, f"{where}", engine, entry)
+        before = len(problems.lines)
+        _identity_keys(where, engine, entry, problems)
+        if len(problems.lines) == before:   # else the engine's own check would repeat the problem
+            problems.check(_engine_params, f"{where}", engine, entry)
     problems.raise_any()
     return ModelSpec(str(name), engine, entry, dict(sampling), tuple(variants),
                      {b: tuple(s) for b, s in settings.items()})
+
+
+def _identity_keys(where: str, engine: str, entry: dict[str, Any], problems: _Problems) -> None:
+    """The keys that change a model's outputs, so part of its identity (and of every response's
+    cache key), each checked with a line of its own. OpenAI-compatible: `model` (the served name)
+    and `revision`, a label the user changes when the weights behind the endpoint change (a date,
+    a commit; stored as text). vLLM: the parallel sizes, positive integers."""
+    if engine == "openai" and "revision" in entry:
+        revision = entry["revision"]
+        if isinstance(revision, dt.date):   # YAML reads an unquoted 2026-05-01 as a date
+            revision = entry["revision"] = revision.isoformat()
+        if isinstance(revision, bool) or not isinstance(revision, (str, int)) or not str(revision).strip():
+            problems.add(f"{where}.revision: expected a label for the served weights, e.g. a date or a "
+                         f"commit (got {revision!r}); quote it in YAML")
+        else:
+            entry["revision"] = str(revision).strip()
+    if engine == "vllm":
+        for key in VLLM_PARALLEL_KEYS:
+            if key in entry:
+                problems.check(_positive_int, entry[key], f"{where}.{key}", 1)
 
 
 def _settings(where: str, bench: Any, chosen: Any) -> None:

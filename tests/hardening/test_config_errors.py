@@ -74,6 +74,15 @@ CASES = [
      ["models.m"]),
     ("vllm_unknown_param", "models", _models("    engine: vllm\n    model: x\n    gpu_memory_utilisation: 0.5\n"),
      ["models.m"]),
+    ("openai_revision_list", "models",
+     _models("    engine: openai\n    model: x\n    revision: [r1, r2]\n"), ["models.m.revision"]),
+    ("vllm_tensor_parallel_zero", "models", _models("    engine: vllm\n    model: x\n    tensor_parallel_size: 0\n"),
+     ["models.m.tensor_parallel_size"]),
+    ("vllm_parallel_sizes_not_ints", "models",
+     _models("    engine: vllm\n    model: x\n    pipeline_parallel_size: two\n    data_parallel_size: 1.5\n"),
+     ["models.m.pipeline_parallel_size", "models.m.data_parallel_size"]),
+    ("vllm_data_parallel_offline", "models", _models("    engine: vllm\n    model: x\n    data_parallel_size: 2\n"),
+     ["models.m"]),
     ("judge_unknown_model", "models", GOOD_MODELS + "judges:\n  wenmind: {model: nobody}\n",
      ["judges.wenmind.model"]),
     ("judge_unknown_benchmark", "models", GOOD_MODELS + "judges:\n  nosuch: {model: oracle}\n", ["judges.nosuch"]),
@@ -126,3 +135,24 @@ def test_the_shipped_files_are_valid():
 
     sources, models = load_config(ROOT / "data" / "sources.yaml", ROOT / "data" / "models.yaml")
     assert sources and models
+
+
+def test_broken_corrections_stop_the_run_with_one_line_per_problem(tmp_path, monkeypatch):
+    """Correction files are configuration too: checked before any stage, beside both files."""
+    corrections = tmp_path / "corrections"
+    corrections.mkdir()
+    (corrections / "fix.yaml").write_text(
+        "benchmark: wyweb\nrelease: 1\ncorrections:\n"
+        "  - {item_id: wyweb/dev/tlc/abc, field: answer, old: A, new: B, reason: r, date: 2026-01-01, path: []}\n",
+        encoding="utf-8")
+    (corrections / "fix.csv").write_text("item_id,field,old,new,reason,date\naceval/dev/t/1,gold,A,B,r,2026-01-01\n",
+                                         encoding="utf-8")
+    monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
+    code, out, err = _run(tmp_path, monkeypatch, GOOD_SOURCES, GOOD_MODELS + "  extra: {engine: baseline, strategy: oracle, bad_key: 1}\n")
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in out + err and "prepare" not in out
+    assert len(lines) == 3, lines
+    assert "models.extra" in lines[0]
+    assert str(corrections / "fix.csv") in lines[1] and "field 'gold' cannot be corrected" in lines[1]
+    assert str(corrections / "fix.yaml") in lines[2] and "unknown keys ['release']" in lines[2]
+

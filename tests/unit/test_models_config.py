@@ -1,0 +1,67 @@
+"""models.yaml keys that change a model's outputs: checked at load, one line each, and carried
+to the engine, whose identity (the response cache key) they enter."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import write_yaml
+
+from pipeline.config import ConfigError, load_models
+from pipeline.engines.registry import build_engine
+
+OPENAI = "    engine: openai\n    base_url: http://127.0.0.1:9/v1\n    model: served-qwen\n    api_key_env: null\n"
+VLLM = "    engine: vllm\n    model: /models/qwen\n"
+
+
+def _load(tmp_path, entry: str):
+    return load_models(write_yaml(tmp_path / "models.yaml", f"models:\n  m:\n{entry}"))["m"]
+
+
+@pytest.mark.parametrize("written, stored", [("r2", "r2"), ("'2026-05-01'", "2026-05-01"), ("2026-05-01", "2026-05-01"),
+                                             ("7", "7"), ("' abc123 '", "abc123")])
+def test_an_openai_revision_is_text_in_the_identity(tmp_path, written, stored):
+    spec = _load(tmp_path, OPENAI + f"    revision: {written}\n")
+    assert spec.params["revision"] == stored
+    engine = build_engine(spec)
+    assert engine.identity()["revision"] == stored and engine.identity()["model"] == "served-qwen"
+    unrevised = build_engine(_load(tmp_path, OPENAI))
+    assert unrevised.identity() != engine.identity()       # new weights: a new cache key
+
+
+@pytest.mark.parametrize("written", ["[a, b]", "true", "''", "{v: 1}", "1.5"])
+def test_a_bad_revision_is_one_line(tmp_path, written):
+    with pytest.raises(ConfigError) as raised:
+        _load(tmp_path, OPENAI + f"    revision: {written}\n")
+    (line,) = str(raised.value).splitlines()
+    assert "models.m.revision: expected a label for the served weights" in line
+
+
+def test_vllm_parallel_sizes_reach_the_engine(tmp_path):
+    spec = _load(tmp_path, VLLM + "    tensor_parallel_size: 2\n    pipeline_parallel_size: 2\n")
+    engine = build_engine(spec)
+    assert engine.llm_kwargs == {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}  # passed to vllm.LLM
+    identity = engine.identity()
+    assert identity["tensor_parallel_size"] == 2 and identity["pipeline_parallel_size"] == 2
+
+
+@pytest.mark.parametrize("key", ["tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"])
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5", "true"])
+def test_a_bad_parallel_size_is_one_line(tmp_path, key, value):
+    with pytest.raises(ConfigError) as raised:
+        _load(tmp_path, VLLM + f"    {key}: {value}\n")
+    (line,) = str(raised.value).splitlines()
+    assert f"models.m.{key}: expected an integer >= 1" in line
+
+
+def test_every_bad_key_of_a_model_is_reported(tmp_path):
+    with pytest.raises(ConfigError) as raised:
+        _load(tmp_path, VLLM + "    tensor_parallel_size: 0\n    pipeline_parallel_size: x\n")
+    lines = str(raised.value).splitlines()
+    assert len(lines) == 2 and "tensor_parallel_size" in lines[0] and "pipeline_parallel_size" in lines[1]
+
+
+def test_unknown_keys_are_still_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"unknown openai engine parameters \['revison'\]"):
+        _load(tmp_path, OPENAI + "    revison: r2\n")
+    with pytest.raises(ConfigError, match=r"unknown baseline engine parameters \['revision'\]"):
+        _load(tmp_path, "    engine: baseline\n    strategy: oracle\n    revision: r2\n")
