@@ -17,11 +17,19 @@ One module per step, around one config (params.DedupParams):
     ngrams    vectorised n-gram hashing shared by keys and minhash
     minhash   shingles, MinHash signatures, LSH candidates, exact verification
     clusters  pairs -> clusters (union-find) and contamination rows
+    signatures  keys and MinHash per item, reused by content; clusters and contamination from them
     policy    flag / drop: which items are evaluated
 """
 
 from pipeline.dedup.clusters import analyse, cluster
 from pipeline.dedup.params import DedupParams
 from pipeline.dedup.policy import conflicting_clusters, evaluation_items
+from pipeline.dedup.signatures import (
+    SIGNATURES_SCHEMA,
+    clusters_from_signatures,
+    contamination_from_signatures,
+    item_signatures,
+)
 
-__all__ = ["DedupParams", "analyse", "cluster", "conflicting_clusters", "evaluation_items"]
+__all__ = ["SIGNATURES_SCHEMA", "DedupParams", "analyse", "cluster", "clusters_from_signatures",
+           "conflicting_clusters", "contamination_from_signatures", "evaluation_items", "item_signatures"]

@@ -214,4 +214,5 @@ def _per_key_sum(flags: np.ndarray, concat: Concat) -> np.ndarray:
     """How many positions of each key are set in `flags`."""
     if not len(concat.starts):
         return np.zeros(0, dtype=np.int64)
-    return np.add.reduceat(flags, concat.starts, dtype=np.int64)  # a key's slice plus its separator
+    # a key's slice plus its separator; the appended False is the slice of an empty last key
+    return np.add.reduceat(np.append(flags, False), concat.starts, dtype=np.int64)

@@ -1,0 +1,160 @@
+"""Dedup from stored signatures: each item's match keys and MinHash, reused by content.
+
+`item_signatures` gives one row per item (SIGNATURES_SCHEMA): its template-free match key, its
+full key, the MinHash of the template-free key and `key_hash`, a hash of that key and of every
+DedupParams field. A previous table's rows whose key_hash matches are taken as they are, so
+only new or changed keys are shingled and hashed. Keys are still computed for every item,
+because a task's template is learnt from all its items.
+
+`clusters_from_signatures` and `contamination_from_signatures` give exactly what `cluster()`
+gives on the same items (its cluster rows, its contamination rows): candidates come from the
+stored MinHashes by LSH banding, and only the keys of candidate pairs are shingled again for the
+exact Jaccard check. Keys depend on their own benchmark and task only, so rows computed one
+benchmark at a time serve the contamination check across all of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.dedup.clusters import Analysis, _classify, _Stopwatch, cluster, exact_duplicate_groups
+from pipeline.dedup.keys import item_text, match_keys, strip_templates
+from pipeline.dedup.minhash import candidate_pairs, shingle_hashes, signatures, verified_pairs
+from pipeline.dedup.params import DedupParams
+
+_DEFAULTS = DedupParams()
+
+SIGNATURES_SCHEMA = pa.schema([
+    ("item_id", pa.string()),
+    ("benchmark", pa.string()),
+    ("key_hash", pa.string()),   # sha256 of the template-free key and every DedupParams field
+    ("key", pa.string()),        # template-free match key ("" when nothing is left to compare)
+    ("full_key", pa.string()),   # match key with the template (pairs across tasks are checked on it)
+    ("minhash", pa.binary()),    # num_perm uint32 values, little-endian; null for an empty key
+])
+
+
+def _params_fingerprint(params: DedupParams) -> str:
+    return json.dumps(dataclasses.asdict(params), sort_keys=True)
+
+
+def item_signatures(records: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS,
+                    previous: Iterable[dict[str, Any]] = ()) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """(rows in SIGNATURES_SCHEMA's shape, one per record in order, and {"reused": n, "computed":
+    m}): items whose key_hash is found in `previous` take its MinHash; the others are hashed now
+    (each distinct key once). Items with an empty key have no MinHash and count as neither."""
+    full_keys = match_keys([item_text(it) for it in records])
+    keys = strip_templates(full_keys, [(it.get("benchmark"), it.get("task")) for it in records], params)
+    fingerprint = _params_fingerprint(params)
+    hashes = [hashlib.sha256(f"{fingerprint}\n{k}".encode("utf-8", "surrogatepass")).hexdigest() for k in keys]
+    known = {row["key_hash"]: row["minhash"] for row in previous if row.get("minhash") is not None}
+    fresh = list(dict.fromkeys(h for h, k in zip(hashes, keys) if k and h not in known))
+    if fresh:
+        first_key = dict(zip(hashes, keys))
+        shingles, offsets = shingle_hashes([first_key[h] for h in fresh], params)
+        values = signatures(shingles, offsets, params).astype("<u4")
+        known.update(zip(fresh, (row.tobytes() for row in values)))
+    fresh_set = set(fresh)
+    counts = {"reused": sum(1 for h, k in zip(hashes, keys) if k and h not in fresh_set),
+              "computed": sum(1 for h, k in zip(hashes, keys) if k and h in fresh_set)}
+    rows = [{"item_id": it["item_id"], "benchmark": it["benchmark"], "key_hash": h, "key": k, "full_key": f,
+             "minhash": known[h] if k else None}
+            for it, h, k, f in zip(records, hashes, keys, full_keys)]
+    return rows, counts
+
+
+def clusters_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+                             params: DedupParams = _DEFAULTS) -> list[dict[str, Any]]:
+    """`cluster(records, params)[0]`: the duplicate clusters within each benchmark."""
+    return cluster(records, params, analysis_from_signatures(records, signature_rows, params, "within"))[0]
+
+
+def contamination_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+                                  params: DedupParams = _DEFAULTS) -> list[dict[str, Any]]:
+    """`cluster(records, params)[1]`: the contamination pairs across benchmarks."""
+    return cluster(records, params, analysis_from_signatures(records, signature_rows, params, "across"))[1]
+
+
+def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+                             params: DedupParams = _DEFAULTS, scope: str = "all") -> Analysis:
+    """The Analysis `analyse(records, params)` gives, from signature rows (any superset of the
+    records' rows). `scope` "within" leaves out what only concerns pairs across benchmarks,
+    "across" what only concerns pairs within one (its clusters or its contamination are then
+    exact, the other side is partial)."""
+    if scope not in ("all", "within", "across"):
+        raise ValueError(f"unknown scope {scope!r}; expected all, within or across")
+    timings: dict[str, float] = {}
+    tick = _Stopwatch(timings)
+    by_id = {row["item_id"]: row for row in signature_rows}
+    missing = [it["item_id"] for it in records if it["item_id"] not in by_id]
+    if missing:
+        raise ValueError(f"no signature row for {len(missing)} items (first: {missing[0]}); "
+                         "run item_signatures on them first")
+    rows = [by_id[it["item_id"]] for it in records]
+    keys = [row["key"] for row in rows]
+    full_keys = [row["full_key"] for row in rows]
+    key_ids: dict[str, int] = {}
+    members: list[list[int]] = []
+    first_row: list[dict[str, Any]] = []
+    for i, key in enumerate(keys):
+        if key:
+            k = key_ids.setdefault(key, len(key_ids))
+            if k == len(members):
+                members.append([])
+                first_row.append(rows[i])
+            members[k].append(i)
+    fingerprint = _params_fingerprint(params)
+    sigs = np.empty((len(members), params.num_perm), dtype=np.uint32)
+    for k, row in enumerate(first_row):
+        if row["key_hash"] != hashlib.sha256(f"{fingerprint}\n{row['key']}".encode("utf-8", "surrogatepass")
+                                             ).hexdigest() or row["minhash"] is None:
+            raise ValueError(f"the signature row of {row['item_id']} was made with other dedup parameters "
+                             "(or edited): run item_signatures again")
+        sigs[k] = np.frombuffer(row["minhash"], dtype="<u4", count=params.num_perm)
+    tick("load")
+    candidates = candidate_pairs(sigs, range(len(members)), params)
+    if scope != "all" and len(candidates):
+        candidates = candidates[_in_scope(candidates, members, [it["benchmark"] for it in records], scope)]
+    tick("lsh")
+    near = _verify(list(key_ids), candidates, params)
+    tick("shingles and verify")
+    groups = [(members[k], None, 1.0) for k in range(len(members)) if len(members[k]) > 1]
+    groups += [(members[u], members[v], sim) for u, v, sim in near]
+    if scope == "across":  # pairs across tasks of one benchmark are never contamination
+        benchmark = [it["benchmark"] for it in records]
+        groups = [g for g in groups if len({benchmark[i] for part in g[:2] if part for i in part}) > 1]
+    same_key, duplicates, contamination = _classify(records, full_keys, groups, params)
+    tick("classify")
+    exact = exact_duplicate_groups(records)
+    tick("exact")
+    return Analysis(keys, full_keys, same_key, duplicates, contamination, exact, timings)
+
+
+def _in_scope(candidates: np.ndarray, members: list[list[int]], benchmark: list[str], scope: str) -> np.ndarray:
+    """Which candidate key pairs can give an item pair within one benchmark ("within") or across
+    two ("across")."""
+    names = [frozenset(benchmark[i] for i in m) for m in members]
+    if scope == "within":
+        return np.fromiter((bool(names[u] & names[v]) for u, v in candidates.tolist()), dtype=bool,
+                           count=len(candidates))
+    return np.fromiter((len(names[u] | names[v]) > 1 for u, v in candidates.tolist()), dtype=bool,
+                       count=len(candidates))
+
+
+def _verify(distinct: list[str], candidates: np.ndarray, params: DedupParams) -> list[tuple[int, int, float]]:
+    """verified_pairs on the candidate keys only: the shingles of the keys no candidate names
+    are never computed."""
+    if not len(candidates):
+        return []
+    involved = np.unique(candidates)
+    shingles, offsets = shingle_hashes([distinct[k] for k in involved.tolist()], params)
+    local = np.searchsorted(involved, candidates)
+    return [(int(involved[p]), int(involved[q]), sim)
+            for p, q, sim in verified_pairs(shingles, offsets, local, params.lsh_threshold)]
