@@ -11,8 +11,8 @@ import pytest
 from conftest import upstream
 
 from pipeline.config import SourceSpec
-from pipeline.dedup import (SIGNATURES_SCHEMA, DedupParams, cluster, clusters_from_signatures,
-                            contamination_from_signatures, item_signatures)
+from pipeline.dedup import SIGNATURES_SCHEMA, DedupParams, cluster, item_signatures
+from pipeline.dedup.signatures import clusters_from_signatures, contamination_from_signatures
 from pipeline.schema import answer_hash, content_hash
 from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
@@ -55,9 +55,9 @@ def _corpus(seed: int = 0) -> list[dict]:
     return items
 
 
-def _signed(items, params=DedupParams()):
+def _signed(items, params=None):
     """Signatures made one benchmark at a time, as the partitioned assets make them."""
-    rows = []
+    rows, params = [], params or DedupParams()
     for bench in dict.fromkeys(it["benchmark"] for it in items):
         rows += item_signatures([it for it in items if it["benchmark"] == bench], params)[0]
     return rows

@@ -1,0 +1,83 @@
+"""make_variants and convert_many give what make_variant and convert give one text at a time;
+detect_script gives what its per-character loop gave."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import upstream
+
+from pipeline import script
+from pipeline.config import SourceSpec, load_sources
+from pipeline.dedup.keys import item_text
+from pipeline.script import VARIANT_CONFIGS, convert, convert_many, detect_script, make_variant, make_variants
+from pipeline.sources.ingest import parse_source
+from pipeline.standardize import standardize
+
+ROOT = Path(__file__).resolve().parents[2]
+ALL = list(VARIANT_CONFIGS)  # original, simplified, traditional and the regional forms
+
+
+def _samples() -> list[dict]:
+    specs = load_sources(ROOT / "data" / "sources.yaml")
+    return standardize([i for spec in specs.values() for i in parse_source(spec).items])[0]
+
+
+def reference_detect_script(text: str) -> str:
+    """detect_script as it was: differing characters counted pair by pair."""
+    as_simplified, as_traditional = convert(text, "t2s"), convert(text, "s2t")
+    if len(as_simplified) == len(text) == len(as_traditional):
+        n_trad = sum(a != b for a, b in zip(text, as_simplified))
+        n_simp = sum(a != b for a, b in zip(text, as_traditional))
+    else:
+        n_trad, n_simp = int(as_simplified != text), int(as_traditional != text)
+    if n_trad == n_simp == 0:
+        return "neutral"
+    if n_trad >= 3 * n_simp:
+        return "traditional"
+    if n_simp >= 3 * n_trad:
+        return "simplified"
+    return "mixed"
+
+
+def test_make_variants_equals_make_variant_on_the_samples():
+    items = _samples()
+    items.append(dict(items[0], item_id="x/none", context=None, question=None, choices=None, answer=None,
+                      references=None))
+    items.append(dict(items[0], item_id="x/empty", context="", question="", choices=["", "乾隆"], answer=""))
+    assert make_variants(items, ALL) == [make_variant(it, v) for it in items for v in ALL]
+    assert make_variants(items, ["traditional", "original"]) == [
+        make_variant(it, v) for it in items for v in ["traditional", "original"]]
+    assert make_variants(items, []) == []
+    with pytest.raises(ValueError, match="unknown script variant"):
+        make_variants(items, ["klingon"])
+
+
+def test_convert_many_across_batches_and_with_the_separator_in_a_text(monkeypatch):
+    texts = ["學而時習之", "", "为了着想，里面的线很长", "乾隆皇帝", "发\x1e髮", "頭髮和發財"] * 7
+    for config in ("t2s", "s2t", "s2tw", "s2hk"):
+        expected = [convert(t, config) for t in texts]
+        assert convert_many(texts, config) == expected
+        monkeypatch.setattr(script, "_BATCH_CHARS", 12)   # many small batches
+        assert convert_many(texts, config) == expected
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("text", ["学而时习之，不亦说乎", "學而時習之，不亦說乎", "天地山水", "学而时习之，學而時習之",
+                                  "頭髮發展，后来", "", "abc"])
+def test_detect_script_is_unchanged(text):
+    assert detect_script(text) == reference_detect_script(text)
+
+
+def test_real_files_variants_and_scripts_are_unchanged():
+    raw = []
+    for name, parts in [("wenmind", ("wenmind", "WenMind_ver1.json")), ("aceval", ("aceval",)),
+                        ("wyweb", ("wyweb",))]:
+        raw += parse_source(SourceSpec(name, upstream(*parts), "public")).items
+    items, _ = standardize(raw)
+    variants = ["original", "simplified", "traditional"]
+    assert make_variants(items, variants) == [make_variant(it, v) for it in items for v in variants]
+    texts = ["".join(filter(None, [it.get("context"), it.get("question"), *(it.get("choices") or [])]))
+             for it in items[::7]] + [item_text(it) for it in items[::97]]
+    assert [detect_script(t) for t in texts] == [reference_detect_script(t) for t in texts]
