@@ -194,13 +194,15 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
     before = {item["item_id"]: item for item in previous_items}
     after = {item["item_id"]: item for item in (corrected if corrected is not None else new_items)}
     now_ids = {item["item_id"] for item in new_items}
+    was_version = next((item.get("source_version") for item in before.values()), None)
+    now_version = next((item.get("source_version") for item in new_items), None)
     rows = []
     for item in new_items:
         old = before.get(item["item_id"])
         if old is None:
-            rows.append(_presence_row(item, "added_upstream", None, item))
+            rows.append(_presence_row(item, "added_upstream", _origin(was_version, now_version)))
             continue
-        origin = _origin(old, item)
+        origin = _origin(old.get("source_version"), item.get("source_version"))
         fixed = after.get(item["item_id"], item)
         for name in DIFF_FIELDS:
             was, now = _value(old.get(name), name), _value(item.get(name), name)
@@ -208,10 +210,9 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
                 rows.append({"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": name,
                              "old": _encode(was), "new": _encode(now), "reason": "changed between versions",
                              "date": None, "status": "changed_upstream", "origin": origin})
-    version = next((item.get("source_version") for item in new_items), None)
     for item_id, old in before.items():
         if item_id not in now_ids:
-            rows.append(_presence_row(old, "removed_upstream", version, None))
+            rows.append(_presence_row(old, "removed_upstream", _origin(old.get("source_version"), now_version)))
     return rows
 
 
@@ -228,24 +229,20 @@ def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _origin(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
-    was, now = old.get("source_version"), new.get("source_version")
+def _origin(was: Any, now: Any) -> str:
     return f"upstream {was} -> {now}" if was != now else f"upstream {now} (same version label)"
 
 
-def _presence_row(item: Mapping[str, Any], status: str, version: str | None,
-                  new: Mapping[str, Any] | None) -> dict[str, Any]:
-    """One row for an item that only one of the two builds has; `old` / `new` hold its compared
-    fields, the reason where it is (or was) in the source."""
+def _presence_row(item: Mapping[str, Any], status: str, origin: str) -> dict[str, Any]:
+    """One row for an item that only one of the two builds has: its compared fields as `new`
+    (added) or `old` (removed), and where it is (or was) in the source as the reason."""
     fields = _encode({name: _value(item.get(name), name) for name in DIFF_FIELDS})
     where = f"{item.get('source_file')} {item.get('source_locator')}"
-    if status == "added_upstream":
-        return {"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": None, "old": None,
-                "new": fields, "reason": f"new upstream, at {where}", "date": None, "status": status,
-                "origin": f"upstream -> {item.get('source_version')}"}
-    return {"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": None, "old": fields,
-            "new": None, "reason": f"no longer upstream (was at {where})", "date": None, "status": status,
-            "origin": f"upstream {item.get('source_version')} -> {version}"}
+    added = status == "added_upstream"
+    return {"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": None,
+            "old": None if added else fields, "new": fields if added else None,
+            "reason": f"new upstream, at {where}" if added else f"no longer upstream (was at {where})",
+            "date": None, "status": status, "origin": origin}
 
 
 def _audit(corr: Correction, benchmark: str, status: str, note: str | None = None) -> dict[str, Any]:

@@ -38,16 +38,18 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
 
     Readable rows are standardized and corrected; rows the adapters rejected and repeated ids go
     to quarantine. `previous_items` (the items as last built: the whole table or one benchmark's
-    part) are diffed against the new ones for every benchmark in `raw_rows`: changed fields,
-    removed and added items (pipeline.corrections.diff_versions); previous items of benchmarks not
-    in `raw_rows` are ignored. `sources` (benchmark -> SourceSpec) is where corrections scoped to
-    a `path` look; None reads the configured sources file when one is."""
+    part) are diffed against the new ones for every benchmark in `raw_rows` that has previous
+    items: changed fields, removed and added items (pipeline.corrections.diff_versions); previous
+    items of benchmarks not in `raw_rows` are ignored. `sources` (benchmark -> SourceSpec) is
+    where corrections scoped to a `path` look; None reads the configured sources file if needed."""
     readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
                 if row["reason"] is None]
     upstream, quarantine = standardize(readable)
     items, audit = correct(upstream, corrections_dir, sources)
-    if previous_items:
-        built = {row["benchmark"] for row in raw_rows}
-        audit += diff_versions([it for it in previous_items if it["benchmark"] in built], upstream, items)
+    for benchmark in sorted({row["benchmark"] for row in raw_rows}):
+        before = [it for it in previous_items or () if it["benchmark"] == benchmark]
+        if before:   # a benchmark built for the first time has nothing to diff against
+            audit += diff_versions(before, [it for it in upstream if it["benchmark"] == benchmark],
+                                   [it for it in items if it["benchmark"] == benchmark])
     rejected = [{k: row[k] for k in QUARANTINE.names} for row in raw_rows if row["reason"] is not None]
     return items, rejected + quarantine, audit

@@ -305,3 +305,8 @@ def test_build_items_routes_every_raw_row(tmp_path):
         ("aceval/dev/t/0", "changed_upstream"), ("aceval/dev/t/1", "applied"), ("aceval/dev/t/9", "removed_upstream")]
     _, _, unchanged = build_items(rows, tmp_path, items)
     assert [a["status"] for a in unchanged] == ["applied"]   # a rebuild of the same source: no upstream rows
+    _, _, first = build_items(rows, tmp_path, previous[3:])
+    assert [a["status"] for a in first] == ["applied"]       # aceval's first build: nothing was added
+    _, _, moved = build_items([dict(r, source_version="v1") for r in rows[:2]], tmp_path, previous[:1])
+    assert [(a["status"], a["origin"]) for a in moved if a["status"] != "applied"] == [
+        ("changed_upstream", "upstream v1 (same version label)"), ("added_upstream", "upstream v1 (same version label)")]
