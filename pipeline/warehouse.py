@@ -1,13 +1,30 @@
 """Building the DuckDB warehouse from the parquet lake, then the views and aggregates in sql/.
 
-The warehouse is rebuilt into a temporary file and swapped in, so a reader (`wenheng query`,
-a notebook) never sees a half-built database and DuckDB's single writer is never contended."""
+Publishing is incremental. The warehouse records in `_published` the fingerprint (path, size,
+mtime_ns) of every file it loaded; the next publish copies the current warehouse to a temporary
+file, replaces only the rows of the files whose fingerprint changed (and of the tables filtered
+by them: responses by prompts, scores and judgements by responses), recomputes the derived
+tables (`model_task_scores`, `paper_tables`) only for the benchmark x model runs those rows
+belong to, and swaps the file in. A reader (`wenheng query`, a notebook) opens either the old
+file or the new one, never a half-built database, and DuckDB's single writer is never contended.
+The build is whole when there is no warehouse, or when it was built by other code (its layout
+hash: this module, pipeline/schema.py, pipeline/aggregate.py, sql/ and the cards' tables differ).
+
+At each publish the benchmarks' items, responses and scores are also recorded in the history
+(pipeline/history.py: append-only parquet files under data/history/), which the warehouse loads
+as `item_history`, `response_history`, `score_history` and `audit_history`."""
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
 import json
 import os
+import re
+import shutil
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -15,23 +32,28 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import aggregate, schema
+from pipeline import aggregate, history, schema
 from pipeline.benchmarks import cards
 
-# warehouse table -> (lake glob relative to the lake dir, schema used when no file exists yet)
-BASE_TABLES: dict[str, tuple[str, pa.Schema]] = {
-    "items": ("items.parquet", schema.ITEMS),
-    "quarantine": ("quarantine.parquet", schema.QUARANTINE),
-    "corrections_audit": ("corrections_audit.parquet", schema.CORRECTIONS_AUDIT),
-    "dedup_clusters": ("dedup_clusters.parquet", schema.DEDUP_CLUSTERS),
-    "contamination": ("contamination.parquet", schema.CONTAMINATION),
-    "item_variants": ("item_variants.parquet", schema.ITEM_VARIANTS),
-    "prompts": ("prompts.parquet", schema.PROMPTS),
-    "responses": ("responses/*/*.parquet", schema.RESPONSES),
-    "judgements": ("judgements/*/*.parquet", schema.JUDGEMENTS),
-    "scores": ("scores/*/*.parquet", schema.SCORES),
-    "judge_reliability": ("judge_reliability/*/*.parquet", schema.JUDGE_RELIABILITY),
+# warehouse table -> (lake globs relative to the lake dir, schema used when no file exists yet).
+# The first glob with files wins: a benchmark-partitioned table is `<asset>/<benchmark>.parquet`
+# (a partition of benchmark x model `<asset>/<benchmark>/<model>.parquet`); a file left from the
+# single-file layout beside the partitions is not published twice.
+BASE_TABLES: dict[str, tuple[tuple[str, ...], pa.Schema]] = {
+    "items": (("items/*.parquet", "items.parquet"), schema.ITEMS),
+    "quarantine": (("quarantine/*.parquet", "quarantine.parquet"), schema.QUARANTINE),
+    "corrections_audit": (("corrections_audit/*.parquet", "corrections_audit.parquet"), schema.CORRECTIONS_AUDIT),
+    "dedup_clusters": (("dedup_clusters/*.parquet", "dedup_clusters.parquet"), schema.DEDUP_CLUSTERS),
+    "contamination": (("contamination/*.parquet", "contamination.parquet"), schema.CONTAMINATION),
+    "item_variants": (("item_variants/*.parquet", "item_variants.parquet"), schema.ITEM_VARIANTS),
+    "prompts": (("prompts/*.parquet", "prompts.parquet"), schema.PROMPTS),
+    "responses": (("responses/*/*.parquet",), schema.RESPONSES),
+    "judgements": (("judgements/*/*.parquet",), schema.JUDGEMENTS),
+    "scores": (("scores/*/*.parquet",), schema.SCORES),
+    "judge_reliability": (("judge_reliability/*/*.parquet",), schema.JUDGE_RELIABILITY),
 }
+# What the `*` of a partition path stand for, in order.
+PARTITION_COLUMNS = ("benchmark", "model")
 
 # Partition files outlive the items they answered (a source was corrected, a sample set swapped
 # for the real files). Only responses to the current prompts, and their scores, are published.
@@ -43,21 +65,83 @@ CURRENT_ONLY = {
     "judgements": "SELECT * FROM {src} s WHERE EXISTS (SELECT 1 FROM responses r WHERE r.item_id = s.item_id"
                   " AND r.variant = s.variant AND r.setting = s.setting AND r.model = s.model)",
 }
+# table -> the table its CURRENT_ONLY filter reads: rows reloaded there are reloaded here too
+FILTERED_BY = {"responses": "prompts", "scores": "responses", "judgements": "responses"}
+# the tables the derived ones (model_task_scores, paper_tables) are computed from
+DERIVED_FROM = ("items", "prompts", "responses", "scores")
+
+# Bump when the warehouse's own tables change shape; code changes are caught by the layout hash.
+LAYOUT_VERSION = "3"
+_LAYOUT_SOURCES = [Path(__file__), Path(schema.__file__), Path(aggregate.__file__), Path(history.__file__)]
+
+Key = tuple[tuple[str, str], ...]   # (column, value) pairs, PARTITION_COLUMNS order; () = whole table
 
 
-def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
-    """Returns row counts per table and view."""
+@dataclass(frozen=True)
+class Part:
+    """One file a table is loaded from, and which rows it holds (its key)."""
+    table: str
+    path: str
+    size: int
+    mtime_ns: int
+    key: Key
+
+
+def build(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None = None,
+          full: bool = False) -> dict[str, int]:
+    """Publish the lake (and the history under `history_dir`, default `<lake>/../history`) to
+    `db_path`, incrementally when the warehouse there was built by this code (`full` forces a
+    whole build). Returns row counts per table and view."""
+    return publish(db_path, lake_dir, sql_dir, history_dir, full).counts
+
+
+@dataclass
+class PublishResult:
+    counts: dict[str, int]
+    mode: str                               # full | incremental
+    reloaded: dict[str, list[Key]]          # table -> keys whose rows were replaced
+    recorded: list[str]                     # history files written
+
+
+def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None = None,
+            full: bool = False) -> PublishResult:
     db_path.parent.mkdir(parents=True, exist_ok=True)
+    history_dir = history_dir or history.default_dir(lake_dir)
+    layout = layout_hash(sql_dir)
     # A name of its own (two builders never share one), beside the target (same filesystem, so the
     # swap is a rename: a reader opens either the old file or the new one, never a mix).
     tmp = db_path.with_name(f"{db_path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.building")
+    incremental = not full and _built_with(db_path, layout)
+    if incremental:
+        shutil.copyfile(db_path, tmp)
     con = duckdb.connect(str(tmp))
     try:
-        for table, (pattern, table_schema) in BASE_TABLES.items():
-            _load_table(con, table, table_schema, sorted(str(p) for p in lake_dir.glob(pattern)))
+        if not incremental:
+            _create_bookkeeping(con)
+        published = _published(con)
+        now = dt.datetime.now(dt.UTC)
+        reloaded: dict[str, list[Key]] = {}
+        for table, (patterns, table_schema) in BASE_TABLES.items():
+            if not incremental:
+                _create_table(con, table, table_schema)
+            parts = lake_parts(lake_dir, table, patterns)
+            keys = _changed_keys(table, parts, published.get(table, {}))
+            for parent in [FILTERED_BY.get(table)] if FILTERED_BY.get(table) else []:
+                keys |= set(reloaded.get(parent, []))
+            keys = _normalize(keys, table_schema)
+            _reload(con, table, table_schema, parts, keys, published.get(table, {}))
+            reloaded[table] = sorted(keys)
+        derived = _derived_scope(reloaded)
+        # the history as it is on disk, then what this publish adds to it
+        _load_history(con, history_dir, published, reloaded, create=not incremental)
+        recorded = history.record(con, history_dir, derived, bool(reloaded["corrections_audit"]), now)
+        if recorded:
+            _load_history(con, history_dir, _published(con), reloaded, create=False)
         for sql_file in sql_files(sql_dir):
-            con.execute(sql_file.read_text(encoding="utf-8"))
-        build_paper_tables(con)
+            _run_sql(con, sql_file.read_text(encoding="utf-8"), None if not incremental else derived)
+        build_paper_tables(con, None if not incremental else derived)
+        con.execute("DELETE FROM _build")
+        con.execute("INSERT INTO _build VALUES (?, ?, ?)", [layout, now, "incremental" if incremental else "full"])
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
                   for (name,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()}
         con.execute("CHECKPOINT")   # everything in the file itself, no write-ahead log beside it
@@ -70,7 +154,209 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path) -> dict[str, int]:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             leftover.unlink(missing_ok=True)
         raise
-    return counts
+    return PublishResult(counts, "incremental" if incremental else "full",
+                         {t: k for t, k in reloaded.items() if k}, recorded)
+
+
+def layout_hash(sql_dir: Path) -> str:
+    """What the warehouse's shape depends on besides the lake: this code and the SQL and tables
+    it runs. A warehouse built with another hash is rebuilt whole."""
+    digest = hashlib.sha256(LAYOUT_VERSION.encode())
+    for path in [*_LAYOUT_SOURCES, *sql_files(sql_dir),
+                 *(c.folder / "tables.yaml" for c in cards().values())]:
+        digest.update(str(path.name).encode())
+        digest.update(path.read_bytes() if path.is_file() else b"-")
+    return digest.hexdigest()[:16]
+
+
+def lake_parts(root: Path, table: str, patterns: Iterable[str]) -> list[Part]:
+    """The files a table is loaded from (the first glob that has any), each with its key."""
+    for pattern in patterns:
+        files = sorted(root.glob(pattern))
+        if files:
+            wild = pattern.count("*")
+            return [_part(table, f, tuple(zip(PARTITION_COLUMNS, f.relative_to(root).with_suffix("").parts[-wild:]
+                                              if wild else ())))
+                    for f in files]
+    return []
+
+
+def _part(table: str, path: Path, key: Key) -> Part:
+    st = path.stat()
+    return Part(table, str(path), st.st_size, st.st_mtime_ns, key)
+
+
+def _built_with(db_path: Path, layout: str) -> bool:
+    if not db_path.is_file():
+        return False
+    try:
+        with duckdb.connect(str(db_path), read_only=True) as con:
+            row = con.execute("SELECT layout FROM _build").fetchone()
+    except duckdb.Error:   # no _build table: built by an older wenheng
+        return False
+    return row is not None and row[0] == layout
+
+
+def _create_bookkeeping(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE TABLE _published (table_name VARCHAR, path VARCHAR, size BIGINT, mtime_ns BIGINT, "
+                "key VARCHAR)")
+    con.execute("CREATE TABLE _build (layout VARCHAR, built_at TIMESTAMP WITH TIME ZONE, mode VARCHAR)")
+
+
+def _published(con: duckdb.DuckDBPyConnection) -> dict[str, dict[str, Part]]:
+    out: dict[str, dict[str, Part]] = {}
+    for table, path, size, mtime_ns, key in con.execute("SELECT * FROM _published").fetchall():
+        out.setdefault(table, {})[path] = Part(table, path, size, mtime_ns, tuple(map(tuple, json.loads(key))))
+    return out
+
+
+def _load_history(con: duckdb.DuckDBPyConnection, history_dir: Path, published: dict[str, dict[str, Part]],
+                  reloaded: dict[str, list[Key]], create: bool) -> None:
+    """History files never change once written: only new (or removed) ones are loaded."""
+    for table, table_schema in history.TABLES.items():
+        if create:
+            _create_table(con, table, table_schema)
+        parts = [_part(table, f, (("recording", f.stem),)) for f in history.files(history_dir, table)]
+        keys = _changed_keys(table, parts, published.get(table, {}))
+        _reload(con, table, table_schema, parts, keys, published.get(table, {}))
+        reloaded[table] = sorted(set(reloaded.get(table, [])) | keys)
+
+
+def _changed_keys(table: str, parts: list[Part], before: dict[str, Part]) -> set[Key]:
+    """Keys of the files added, changed or removed since the last publish."""
+    now = {p.path: p for p in parts}
+    changed = {p.key for p in parts if before.get(p.path) != p}
+    return changed | {p.key for path, p in before.items() if path not in now}
+
+
+def _normalize(keys: set[Key], table_schema: pa.Schema) -> set[Key]:
+    """Keys cut to the columns the table has (a table without the column is reloaded whole), and
+    without those another key already covers."""
+    cut = set()
+    for key in keys:
+        kept = []
+        for column, value in key:
+            if column not in table_schema.names:
+                break
+            kept.append((column, value))
+        cut.add(tuple(kept))
+    return {k for k in cut if not any(k[:n] in cut for n in range(len(k)))}
+
+
+def _covers(key: Key, part_key: Key) -> bool:
+    return part_key[:len(key)] == key
+
+
+def _where(keys: Iterable[Key], alias: str = "") -> str:
+    """SQL for 'the rows of these keys' (literals, so DuckDB prunes row groups with them)."""
+    prefix = f"{alias}." if alias else ""
+    terms = []
+    for key in keys:
+        if not key:
+            return "true"
+        terms.append("(" + " AND ".join(f'{prefix}"{c}" = {_literal(v)}' for c, v in key) + ")")
+    return " OR ".join(terms) or "false"
+
+
+def _literal(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _reload(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, parts: list[Part],
+            keys: set[Key], before: dict[str, Part]) -> None:
+    """Replace the rows of `keys` with those of the current files they cover; `_published` follows."""
+    if not keys:
+        return
+    con.execute(f"DELETE FROM {table} WHERE {_where(keys)}")
+    gone = [p.path for p in before.values() if any(_covers(k, p.key) for k in keys)]
+    if gone:
+        con.execute("DELETE FROM _published WHERE table_name = ? AND list_contains(?, path)", [table, gone])
+    files = [p for p in parts if any(_covers(k, p.key) for k in keys)]
+    for part in files:
+        _insert(con, table, table_schema, part)
+    if files:
+        frame = pd.DataFrame({"table_name": table, "path": [p.path for p in files],
+                              "size": [p.size for p in files], "mtime_ns": [p.mtime_ns for p in files],
+                              "key": [json.dumps(p.key) for p in files]})
+        con.register("published_frame", frame)
+        con.execute("INSERT INTO _published SELECT * FROM published_frame")
+        con.unregister("published_frame")
+
+
+def _create_table(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema) -> None:
+    """The table is created from its declared schema, then filled by column name: its types never
+    depend on what the files happen to hold (a file written before the lake kept its schema has
+    Arrow `null` columns). A declared column missing from every file is left null; a column that
+    is not declared is not published."""
+    con.register("declared", table_schema.empty_table())
+    con.execute(f"CREATE TABLE {table} AS SELECT * FROM declared")
+    con.unregister("declared")
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, part: Part) -> None:
+    """A file's rows: those of its key only (a partition file holds its partition's rows), and for
+    responses, scores and judgements only those of the current prompts."""
+    present = set(pq.read_schema(part.path).names)
+    columns = ", ".join(f'"{name}"' for name in table_schema.names if name in present)
+    (own,) = _normalize({part.key}, table_schema)
+    source = f"(SELECT {columns} FROM read_parquet(?) WHERE {_where([own])})"
+    query = CURRENT_ONLY.get(table, "SELECT * FROM {src}").format(src=source)
+    con.execute(f"INSERT INTO {table} BY NAME {query}", [part.path])
+
+
+# ---- derived tables: what to recompute -----------------------------------------------------------
+
+Scope = dict[str, set[str] | None]   # benchmark -> its models to recompute (None: all of them)
+
+
+def _derived_scope(reloaded: dict[str, list[Key]]) -> Scope | None:
+    """The benchmark x model runs whose derived rows must be recomputed; None: all of them."""
+    scope: Scope = {}
+    for table in DERIVED_FROM:
+        for key in reloaded.get(table, []):
+            values = dict(key)
+            if "benchmark" not in values:
+                return None
+            bench = values["benchmark"]
+            if "model" not in values:
+                scope[bench] = None
+            elif scope.get(bench, set()) is not None:
+                scope.setdefault(bench, set()).add(values["model"])
+    return scope
+
+
+def scope_keys(scope: Scope) -> list[Key]:
+    keys: list[Key] = []
+    for bench, models in sorted(scope.items()):
+        if models is None:
+            keys.append((("benchmark", bench),))
+        else:
+            keys += [(("benchmark", bench), ("model", m)) for m in sorted(models)]
+    return keys
+
+
+_TABLE_STATEMENT = re.compile(r"^\s*CREATE\s+OR\s+REPLACE\s+TABLE\s+(\w+)\s+AS\s+(.*?);?\s*$",
+                              re.IGNORECASE | re.DOTALL)
+
+
+def _run_sql(con: duckdb.DuckDBPyConnection, text: str, scope: Scope | None) -> None:
+    """A sql/ file. A `CREATE OR REPLACE TABLE t AS <query>` is, in an incremental publish,
+    recomputed for the changed runs only (its rows deleted, then inserted again from the query
+    filtered to them); views are cheap and created again."""
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    match = _TABLE_STATEMENT.match(body)
+    if scope is None or not match:
+        con.execute(text)
+        return
+    if not scope:
+        return
+    table, query = match.groups()
+    columns = {c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?",
+                                         [table]).fetchall()}
+    keys = [tuple((c, v) for c, v in key if c in columns) for key in scope_keys(scope)]
+    where = _where(keys)
+    con.execute(f"DELETE FROM {table} WHERE {where}")
+    con.execute(f"INSERT INTO {table} SELECT * FROM ({query}) WHERE {where}")
 
 
 def sql_files(sql_dir: Path) -> list[Path]:
@@ -83,12 +369,13 @@ def sql_files(sql_dir: Path) -> list[Path]:
 # not in n_scored, so coverage shows it. Exactly one score per unit: the judge's where the card
 # says its paper uses the judge ($judge_tasks, from `paper_scorer`) and the judge has a row for
 # the response (a null one included: an unreadable verdict is not replaced by a rule score), else
-# the rule's. Score files written before `kind` existed hold rule rows only.
-UNITS_SQL = """
-WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark),
+# the rule's. Score files written before `kind` existed hold rule rows only. {models} narrows it
+# to some models' runs (an incremental publish).
+_UNITS_TEMPLATE = """
+WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark AND {models}),
 paper AS (
     SELECT s.* FROM scores s JOIN items i USING (item_id)
-    WHERE s.benchmark = $benchmark
+    WHERE s.benchmark = $benchmark AND {models}
     QUALIFY row_number() OVER (
         PARTITION BY s.item_id, s.variant, s.setting, s.model
         ORDER BY coalesce(s.kind, 'rule') = CASE WHEN list_contains(CAST($judge_tasks AS VARCHAR[]), i.task)
@@ -108,6 +395,7 @@ LEFT JOIN paper s ON s.item_id = p.item_id AND s.variant = p.variant AND s.setti
                  AND s.model = r.model
 WHERE p.benchmark = $benchmark
 """
+UNITS_SQL = _UNITS_TEMPLATE.format(models="true")
 
 
 def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
@@ -116,13 +404,20 @@ def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
     return sorted(task for (task,) in tasks if bench.paper_scorer_for(task) == "judge")
 
 
-def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
+def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> None:
     """`paper_tables` (every row of every card's tables, long form), one view per card table
-    (`<benchmark>_<table>`), and `leaderboard`: the rows each card marks as its headline."""
+    (`<benchmark>_<table>`), and `leaderboard`: the rows each card marks as its headline. With a
+    scope, only those runs' rows are recomputed: a row depends on its run's units alone (the
+    bootstrap weights are seeded per unit id), so this gives the rows a whole build gives."""
     tables = {name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
     frames = []
     for name, bench in cards().items():
-        units = con.execute(UNITS_SQL, {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}).df()
+        if scope is not None and name not in scope:
+            continue
+        models = None if scope is None else scope[name]
+        sql = UNITS_SQL if models is None else _UNITS_TEMPLATE.format(
+            models="model IN (" + ", ".join(_literal(m) for m in sorted(models)) + ")")
+        units = con.execute(sql, {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}).df()
         if units.empty:
             continue
         units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
@@ -130,8 +425,14 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection) -> None:
         frames.append(aggregate.paper_tables(tables[name], name, units))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=aggregate.PAPER_TABLE_COLUMNS)
     con.register("paper_tables_frame", table)
-    con.execute(f"CREATE OR REPLACE TABLE paper_tables AS SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
+    if scope is None:
+        con.execute(f"CREATE OR REPLACE TABLE paper_tables AS SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
+    else:
+        con.execute(f"DELETE FROM paper_tables WHERE {_where(scope_keys(scope))}")
+        con.execute(f"INSERT INTO paper_tables SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
     con.unregister("paper_tables_frame")
+    if scope is not None:
+        return   # the views below are already in the warehouse
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
              "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, note")
     for name, card_tables in tables.items():
@@ -149,23 +450,6 @@ PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "row_label": "VARCHAR", "metric": "VARCHAR", "score": "DOUBLE", "ci_low": "DOUBLE", "ci_high": "DOUBLE",
     "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN",
     "note": "VARCHAR"}.items())
-
-
-def _load_table(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, files: list[str]) -> None:
-    """The table is created from its declared schema, then filled by column name: its types never
-    depend on what the files happen to hold (a file written before the lake kept its schema has
-    Arrow `null` columns). A declared column missing from every file is left null; a column that is
-    not declared is not published."""
-    con.register("declared", table_schema.empty_table())
-    con.execute(f"CREATE TABLE {table} AS SELECT * FROM declared")
-    con.unregister("declared")
-    if not files:
-        return
-    present = set().union(*(pq.read_schema(f).names for f in files))
-    columns = ", ".join(f'"{name}"' for name in table_schema.names if name in present)
-    source = f"(SELECT {columns} FROM read_parquet(?, union_by_name=true))"
-    query = CURRENT_ONLY.get(table, "SELECT * FROM {src}").format(src=source)
-    con.execute(f"INSERT INTO {table} BY NAME {query}", [files])
 
 
 def connect_readonly(db_path: Path) -> duckdb.DuckDBPyConnection:
