@@ -142,7 +142,7 @@ class Progress:
     # -- internals (called with the lock held) --
 
     def _rates(self, elapsed: float) -> str:
-        if not elapsed:
+        if not elapsed or not self.done:
             return "- calls/s"
         calls = f"{format_rate(self.done / elapsed)} calls/s"
         return f"{format_rate(self.tokens_out / elapsed)} tok/s, {calls}" if self.tokens_out else calls
