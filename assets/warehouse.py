@@ -1,10 +1,18 @@
-"""The DuckDB warehouse: base tables from the lake, then every view and aggregate in sql/."""
+"""The DuckDB warehouse: base tables from the lake, then every view and aggregate in sql/; and the
+scores it holds as assets the UI shows: `leaderboard` and `paper_tables_<benchmark>`."""
 
+
+import base64
+from collections.abc import Callable
 
 import dagster as dg
+import pandas as pd
 
 from assets.judge import judge_reliability
-from pipeline import paths
+from pipeline import aggregate, paths, report
+from pipeline.benchmarks import cards
+from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.charts import paper_table_chart
 from pipeline.warehouse import build as build_warehouse
 from pipeline.warehouse import connect_readonly
 from resources.engines import WarehouseResource
@@ -35,3 +43,118 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     yield dg.AssetCheckResult(check_name="scores_match_responses", passed=rule_scores == counts["responses"],
                               metadata={"responses": counts["responses"], "rule scores": rule_scores,
                                         "judge scores": counts["scores"] - rule_scores})
+
+
+# ---- the scores as assets: what `wenheng leaderboard` prints, readable in the UI ----------------
+# They read the built warehouse and return metadata only (MaterializeResult): the rows stay in
+# DuckDB, never copied into the lake.
+
+# Columns of paper_tables whose meaning is not in their name.
+COLUMN_NOTES = {
+    "score": "x100 (0-100), by the paper's own rule",
+    "ci_low": "95% bootstrap interval, low end (x100)",
+    "ci_high": "95% bootstrap interval, high end (x100)",
+    "n_items": "items (or units) asked",
+    "n_scored": "items with a score",
+    "coverage": "n_scored / n_items",
+    "capped": "the model's max_tokens cut the benchmark's generation budget",
+    "headline": "a leaderboard row",
+    "row_order": "the row's place in the paper's table",
+}
+
+
+def scores_markdown(frame: pd.DataFrame, titles: dict[str, str],
+                    chart: Callable[[pd.DataFrame, str], str] | None = None) -> str:
+    """Paper-table rows (of `paper_tables`) as Markdown: per paper table and run setting a table
+    with a row per paper row and a column per model, each cell the score x100, its 95% interval,
+    scored/items and coverage (the cells `wenheng leaderboard` prints); then, if given,
+    `chart(rows, title)` of the paper table. Tables keep the order of `frame`."""
+    if frame.empty:
+        return "No scored items yet: materialize `warehouse` after a run."
+    frame = frame.astype(object).where(frame.notna(), None)
+    out = [f"_{report.KEY}; then the share of items scored_"]
+    for (benchmark, _), table in frame.groupby(["benchmark", "table_name"], sort=False):
+        title = f"{titles.get(benchmark, benchmark)} - {table['title'].iloc[0]}"
+        for (split, setting, variant), part in table.groupby(["split", "setting", "variant"], sort=False,
+                                                             dropna=False):
+            out += ["", f"**{_md(title)}** (split {split}, setting {setting}, variant {variant})", ""]
+            out += _markdown_table(part)
+        if chart is not None:
+            out += ["", chart(table, title)]
+    return "\n".join(out)
+
+
+def _markdown_table(part: pd.DataFrame) -> list[str]:
+    suffix = part["metric"].map(lambda m: f" ({report.SHOWN_METRICS[m]})" if m in report.SHOWN_METRICS else "")
+    part = part.assign(row=part["row_label"] + suffix,
+                       cell=[f"{report.cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
+    models = sorted(part["model"].unique())
+    lines = ["| | " + " | ".join(_md(m) for m in models) + " |", "|---" * (len(models) + 1) + "|"]
+    for row, cells in part.groupby("row", sort=False):
+        by_model = dict(zip(cells["model"], cells["cell"]))
+        lines.append(f"| {_md(row)} | " + " | ".join(by_model.get(m, "") for m in models) + " |")
+    notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
+    return lines + [""] + [f"- note: {_md(row)}: {_md(note)}" for row, note in notes]
+
+
+def _percent(coverage) -> str:
+    return "-" if coverage is None else f"{100 * float(coverage):.0f}%"
+
+
+def _md(text) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def chart_markdown(frame: pd.DataFrame, title: str) -> str:
+    """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources."""
+    png = paper_table_chart(frame, title, "png")
+    return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+
+
+def _scores_result(con, frame: pd.DataFrame, relation: str) -> dg.MaterializeResult:
+    """`frame`'s rows as the UI's Markdown (tables and charts), with the columns of `relation` (the
+    warehouse table or view the asset stands for) and the row count."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=COLUMN_NOTES.get(name))
+                                     for name, kind, *_ in con.execute(f'DESCRIBE "{relation}"').fetchall()])
+    titles = {name: c.title for name, c in cards().items()}
+    return dg.MaterializeResult(metadata={
+        "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart_markdown)),
+        "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
+        "dagster/column_schema": schema, "dagster/row_count": len(frame),
+    })
+
+
+@dg.asset(
+    group_name="warehouse", code_version="1", kinds={"duckdb"}, deps=[warehouse],
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def leaderboard(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
+    """Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as
+    `wenheng leaderboard` prints them): per model the score x100 with its 95% interval, n scored
+    / items and coverage, and a bar chart per benchmark (metadata `scores`)."""
+    with connect_readonly(warehouse_db.path()) as con:
+        frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
+        return _scores_result(con, frame, "leaderboard")
+
+
+def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
+    @dg.asset(
+        name=f"paper_tables_{bench.name}", group_name="warehouse", code_version="1", kinds={"duckdb"},
+        deps=[warehouse], automation_condition=dg.AutomationCondition.eager(),
+        description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
+                    "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "
+                    "coverage, and a bar chart per table (metadata `scores`).",
+    )
+    def _asset(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
+        order = {spec.name: i for i, spec in enumerate(aggregate.load_tables(bench.folder / "tables.yaml").tables)}
+        with connect_readonly(warehouse_db.path()) as con:
+            frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order",
+                                [bench.name]).df()
+            # the card's table order (tables.yaml), as `wenheng leaderboard <benchmark>` prints them
+            frame = frame.sort_values("table_name", key=lambda t: t.map(order), kind="stable")
+            return _scores_result(con, frame, "paper_tables")
+
+    return _asset
+
+
+paper_tables_assets = [paper_tables_asset(bench) for bench in cards().values()]
