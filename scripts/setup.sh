@@ -11,6 +11,19 @@ python=${PYTHON:-python3}
 stamp=.venv/.wenheng-setup
 want="$target $(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 
+# The browser tests drive Debian's chromium (Playwright with executable_path: no browser download).
+# Checked before the up-to-date stamp, so a machine that lost it gets it back.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "[setup] chromium (Debian package) for the browser tests of the Dagster UI"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
+      || echo "[setup] could not install chromium: the browser tests will skip (see apt-get's output above)"
+  else
+    echo "[setup] no /usr/bin/chromium: the browser tests will skip; to run them: sudo apt-get install chromium (WENHENG_REQUIRE_BROWSER=1 makes a missing browser a test failure)"
+  fi
+fi
+
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "[setup] .venv is up to date"
   exit 0
