@@ -4,6 +4,7 @@ datasketch's plain one-MinHash-per-item loop on the same keys as a baseline.
     .venv/bin/python benchmarks/dedup.py                 # the corpus parse_source reads today
     .venv/bin/python benchmarks/dedup.py --pad 45000     # plus synthetic items up to 45,000
     .venv/bin/python benchmarks/dedup.py --calibrate     # the measurement behind DedupParams
+    .venv/bin/python benchmarks/dedup.py --changed 0.01  # reuse of stored signatures, 1% of items edited
 
 The corpus is read from the benchmarks' own files (default ../shared/upstream) with the
 project's adapters, so every WYWEB task an adapter learns to read is included automatically.
@@ -28,9 +29,10 @@ import numpy as np
 from datasketch import MinHash, MinHashLSH
 
 from pipeline.config import SourceSpec
-from pipeline.dedup import DedupParams, analyse, cluster
+from pipeline.dedup import DedupParams, analyse, cluster, item_signatures
 from pipeline.dedup.keys import item_text
 from pipeline.dedup.minhash import candidate_pairs, lsh_bands, shingle_hashes, signatures, verified_pairs
+from pipeline.dedup.signatures import clusters_from_signatures, contamination_from_signatures
 from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
@@ -132,6 +134,56 @@ def benchmark(items: list[dict], params: DedupParams, repeats: int) -> None:
     print(f"  ours for the same steps: {ours:.2f} s ({len(ours_pairs):,} candidate pairs)"
           f" -> {base / ours:.1f}x faster; "
           f"whole dedup (keys, templates, verification, clusters included) {best:.2f} s -> {base / best:.1f}x")
+
+
+def reuse(items: list[dict], params: DedupParams, changed: float, repeats: int, seed: int = 0) -> None:
+    """Signatures made per benchmark (as the partitioned assets make them), then again after
+    `changed` of the items were edited, with the first rows as the previous table; clusters and
+    contamination from signatures against cluster() on the edited corpus."""
+    rng = random.Random(seed)
+    benchmarks = list(dict.fromkeys(it["benchmark"] for it in items))
+
+    def sign(corpus, previous=()):
+        rows, counts = [], Counter()
+        for b in benchmarks:
+            part, found = item_signatures([it for it in corpus if it["benchmark"] == b], params, previous)
+            rows += part
+            counts.update(found)
+        return rows, counts
+
+    def best(step):
+        runs = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            result = step()
+            runs.append((time.perf_counter() - start, result))
+        return min(runs, key=lambda r: r[0])
+
+    full_s, (first, _) = best(lambda: sign(items))
+    edited = [dict(it) for it in items]
+    for i in rng.sample(range(len(items)), max(1, round(changed * len(items)))):
+        tail = "".join(rng.choice("之乎者也矣焉哉") for _ in range(8))
+        edited[i]["question"] = (edited[i].get("question") or "") + tail
+    reuse_s, (rows, counts) = best(lambda: sign(edited, first))
+    fresh_s, (fresh, _) = best(lambda: sign(edited))
+    assert rows == fresh, "reused signatures differ from fresh ones"
+    clusters_s, own = best(lambda: {b: clusters_from_signatures([it for it in edited if it["benchmark"] == b], rows,
+                                                                params) for b in benchmarks})
+    contamination_s, pairs = best(lambda: contamination_from_signatures(edited, rows, params))
+    cluster_s, (expected_rows, expected_pairs) = best(lambda: cluster(edited, params))
+    same = pairs == expected_pairs and [r for b in benchmarks for r in own[b]] == sorted(
+        expected_rows, key=lambda r: (benchmarks.index(r["benchmark"]), r["cluster_id"], r["item_id"]))
+    print(f"signatures, {len(items):,} items, {changed:.1%} edited ({len(benchmarks)} benchmarks, best of {repeats}):")
+    print(f"  all hashed: {full_s:.2f} s first build, {fresh_s:.2f} s after the edit")
+    print(f"  reused from the previous table: {reuse_s:.2f} s ({counts['reused']:,} reused, "
+          f"{counts['computed']:,} computed) -> {fresh_s / reuse_s:.1f}x")
+    print(f"  clusters per benchmark from signatures {clusters_s:.2f} s, contamination across all "
+          f"{contamination_s:.2f} s; cluster() over all {cluster_s:.2f} s; same rows: {same}")
+    per_benchmark_s, _ = best(lambda: [cluster([it for it in edited if it["benchmark"] == b], params)
+                                       for b in benchmarks])
+    print(f"  the partitioned graph's dedup: cluster() per benchmark + cluster() over all = "
+          f"{per_benchmark_s + cluster_s:.2f} s; with stored signatures "
+          f"{reuse_s + clusters_s + contamination_s:.2f} s")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -243,6 +295,8 @@ def main() -> None:
     parser.add_argument("--pad", type=int, default=0, help="add synthetic items up to this many")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--calibrate", action="store_true")
+    parser.add_argument("--changed", type=float, metavar="SHARE",
+                        help="only the signature reuse measurement, with this share of items edited")
     args = parser.parse_args()
     start = time.perf_counter()
     items = load_corpus(args.upstream)
@@ -254,7 +308,11 @@ def main() -> None:
         return
     if args.pad > len(items):
         items = pad(items, args.pad)
+    if args.changed is not None:
+        reuse(items, DedupParams(), args.changed, args.repeats)
+        return
     benchmark(items, DedupParams(), args.repeats)
+    reuse(items, DedupParams(), 0.01, args.repeats)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/prepare.py --profile 25        # and the 25 costliest functions
     .venv/bin/python benchmarks/prepare.py --baseline REV      # the prompt builder of git revision REV
     .venv/bin/python benchmarks/prepare.py --before            # the stages as they were (see prepare())
+    .venv/bin/python benchmarks/prepare.py --freeze-gc         # gc.freeze() between stages
 
 Sources are configured as the real-file tests configure them: WenMind, AC-EVAL and WYWEB from the
 benchmarks' own files (default ../shared/upstream, or WENHENG_UPSTREAM), Fùxì and CP-DUE from the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import importlib.util
 import io
 import os
@@ -69,8 +71,9 @@ class Stages:
     """Wall and CPU time, and the process's peak RSS after each stage. CPU time is the steadier
     figure on a shared machine: other processes stretch wall time, not our CPU seconds."""
 
-    def __init__(self):
+    def __init__(self, freeze_gc: bool = False):
         self.rows: list[tuple[str, float, float, int, float]] = []
+        self.freeze_gc = freeze_gc
         self.restart()
 
     def restart(self) -> None:
@@ -80,7 +83,9 @@ class Stages:
         now, cpu = time.perf_counter(), time.process_time()
         self.rows.append((name, now - self.last, cpu - self.last_cpu, items,
                           resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
-        self.last, self.last_cpu = now, cpu
+        if self.freeze_gc:  # what a stage received is never garbage: keep the collector off it
+            gc.freeze()
+        self.last, self.last_cpu = time.perf_counter(), time.process_time()
 
     def seconds(self, name: str) -> tuple[float, float]:
         return next((wall, cpu) for stage, wall, cpu, _, _ in self.rows if stage == name)
@@ -213,6 +218,8 @@ def main() -> None:
     parser.add_argument("--baseline", metavar="REV", help="git revision of the old prompt builder")
     parser.add_argument("--before", action="store_true",
                         help="run the stages as before: cluster(), make_variant per item, the baseline prompt builder")
+    parser.add_argument("--freeze-gc", action="store_true",
+                        help="gc.freeze() after each stage, as an asset would after loading its inputs")
     parser.add_argument("--no-baseline", action="store_true", help="skip the old prompt builder")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -221,7 +228,7 @@ def main() -> None:
     old, revision = (None, "not asked for") if args.no_baseline and not args.before else baseline_builder(args.baseline)
     if args.before and old is None:
         raise SystemExit(f"--before needs the baseline prompt builder: {revision}")
-    stages = Stages()
+    stages = Stages(args.freeze_gc)
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
         profiler.enable()

@@ -111,13 +111,12 @@ def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: 
                 first_row.append(rows[i])
             members[k].append(i)
     fingerprint = _params_fingerprint(params)
-    sigs = np.empty((len(members), params.num_perm), dtype=np.uint32)
-    for k, row in enumerate(first_row):
-        if row["key_hash"] != hashlib.sha256(f"{fingerprint}\n{row['key']}".encode("utf-8", "surrogatepass")
-                                             ).hexdigest() or row["minhash"] is None:
+    for row in first_row:
+        if row["minhash"] is None or len(row["minhash"]) != 4 * params.num_perm or row["key_hash"] != hashlib.sha256(
+                f"{fingerprint}\n{row['key']}".encode("utf-8", "surrogatepass")).hexdigest():
             raise ValueError(f"the signature row of {row['item_id']} was made with other dedup parameters "
                              "(or edited): run item_signatures again")
-        sigs[k] = np.frombuffer(row["minhash"], dtype="<u4", count=params.num_perm)
+    sigs = np.frombuffer(b"".join(row["minhash"] for row in first_row), dtype="<u4").reshape(-1, params.num_perm)
     tick("load")
     candidates = candidate_pairs(sigs, range(len(members)), params)
     if scope != "all" and len(candidates):
@@ -140,7 +139,7 @@ def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: 
 def _in_scope(candidates: np.ndarray, members: list[list[int]], benchmark: list[str], scope: str) -> np.ndarray:
     """Which candidate key pairs can give an item pair within one benchmark ("within") or across
     two ("across")."""
-    names = [frozenset(benchmark[i] for i in m) for m in members]
+    names = {k: frozenset(benchmark[i] for i in members[k]) for k in np.unique(candidates).tolist()}
     if scope == "within":
         return np.fromiter((bool(names[u] & names[v]) for u, v in candidates.tolist()), dtype=bool,
                            count=len(candidates))
