@@ -347,8 +347,9 @@ def format_diff(d: Diff) -> str:
     lines = [f"{d.benchmark}: {d.from_snapshot} -> {d.to_snapshot}", ""]
     lines += [f"  {labels[k]:<{width}}  {v:>7,}" for k, v in counts.items()]
     moved = d.task_deltas
-    if len(moved):
-        moved = moved[(moved["delta"].fillna(1) != 0) | (moved["n_from"] != moved["n_to"])]
+    if len(moved):   # a score that moved, or a task scored on more or fewer items (or only on one side)
+        n_from, n_to = moved["n_from"].fillna(-1), moved["n_to"].fillna(-1)
+        moved = moved[(moved["delta"].fillna(0) != 0) | (n_from != n_to)]
     lines.append("")
     if not len(moved):
         lines.append("no task score moved")
