@@ -27,7 +27,15 @@ def detect_script(text: str) -> str:
 
     A character that t2s changes is traditional-only; one that s2t changes is simplified-only.
     A few stray forms (OpenCC normalises some shared variants) do not make a text mixed."""
-    as_simplified, as_traditional = convert(text, "t2s"), convert(text, "s2t")
+    return _judge(text, convert(text, "t2s"), convert(text, "s2t"))
+
+
+def detect_scripts(texts: Sequence[str]) -> list[str]:
+    """`[detect_script(t) for t in texts]`, with the conversions batched (convert_many)."""
+    return list(map(_judge, texts, convert_many(texts, "t2s"), convert_many(texts, "s2t")))
+
+
+def _judge(text: str, as_simplified: str, as_traditional: str) -> str:
     if len(as_simplified) == len(text) == len(as_traditional):
         # most texts are in one script: one side is unchanged, which a string compare tells at C speed
         n_trad = 0 if as_simplified == text else sum(map(ne, text, as_simplified))

@@ -11,7 +11,15 @@ from conftest import upstream
 from pipeline import script
 from pipeline.config import SourceSpec, load_sources
 from pipeline.dedup.keys import item_text
-from pipeline.script import VARIANT_CONFIGS, convert, convert_many, detect_script, make_variant, make_variants
+from pipeline.script import (
+    VARIANT_CONFIGS,
+    convert,
+    convert_many,
+    detect_script,
+    detect_scripts,
+    make_variant,
+    make_variants,
+)
 from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
@@ -68,6 +76,8 @@ def test_convert_many_across_batches_and_with_the_separator_in_a_text(monkeypatc
                                   "頭髮發展，后来", "", "abc"])
 def test_detect_script_is_unchanged(text):
     assert detect_script(text) == reference_detect_script(text)
+    assert detect_scripts([text, text + "發", text]) == [detect_script(text), detect_script(text + "發"),
+                                                        detect_script(text)]
 
 
 def test_real_files_variants_and_scripts_are_unchanged():
@@ -80,4 +90,6 @@ def test_real_files_variants_and_scripts_are_unchanged():
     assert make_variants(items, variants) == [make_variant(it, v) for it in items for v in variants]
     texts = ["".join(filter(None, [it.get("context"), it.get("question"), *(it.get("choices") or [])]))
              for it in items[::7]] + [item_text(it) for it in items[::97]]
-    assert [detect_script(t) for t in texts] == [reference_detect_script(t) for t in texts]
+    expected = [reference_detect_script(t) for t in texts]
+    assert [detect_script(t) for t in texts] == expected == detect_scripts(texts)
+    assert len(set(expected)) >= 3  # the corpus has simplified, traditional and neutral or mixed texts
