@@ -183,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
     from pipeline import locking, progress, stopping
 
     progress.claim_terminal()  # before Dagster redirects stderr inside each step
+    if _limit():   # said aloud: a limit left in the environment would otherwise shrink runs silently
+        _say(f"at most {_limit()} items per benchmark (--limit / ${LIMIT_ENV})")
     started_at, started = time.time(), time.perf_counter()
     stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
     try:

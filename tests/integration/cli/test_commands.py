@@ -75,6 +75,7 @@ def test_a_limited_run_of_one_benchmark_then_tasks_models_query_and_report(env, 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     out = done.stdout + done.stderr
     assert "\r" not in out and "\x1b" not in out   # not a terminal: plain lines only
+    assert "[wenheng] at most 4 items per benchmark (--limit / $WENHENG_LIMIT)" in done.stdout
     # the progress line of each partition, when it ends
     assert re.search(r"^baseline random: 4/4 answered in \S+ s, [\d,.]+ calls/s, 0 errors$", out, re.M), out
     # the table: one row per requested partition, none for the benchmark not asked for

@@ -33,6 +33,15 @@ def _engine(server: OpenAIServer, **overrides) -> OpenAIEngine:
     return OpenAIEngine(**(params | overrides))
 
 
+def _settled(server: OpenAIServer, successes: int, timeout_s: float = 2.0) -> int:
+    """The server's success count once it reaches `successes`: it counts each success just after
+    writing the answer, so a client can hold the answer before the count moves."""
+    deadline = time.monotonic() + timeout_s
+    while sum(server.successes.values()) < successes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return sum(server.successes.values())
+
+
 @pytest.mark.parametrize("chat", [True, False], ids=["chat", "completions"])
 def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path, chat):
     prompts = [f"问题{i}" for i in range(30)]
@@ -51,6 +60,7 @@ def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path
         assert failed == [prompts[5]] and stats.errors == 1
         assert found[requests[5].cache_key].error == "InternalServerError: Error code: 500 - injected server error"
         assert server.attempts[prompts[5]] == 3                          # 1 try + max_retries
+        _settled(server, 29)
         assert {p: server.successes[p] for p in prompts} == {p: int(p != prompts[5]) for p in prompts}
         numbered = {server.arrivals[11], server.arrivals[24]}   # got an extra 500, whatever else they had
         assert all(server.attempts[p] >= 2 for p in numbered)
@@ -64,13 +74,14 @@ def test_faults_are_retried_each_item_succeeds_once_and_nothing_is_lost(tmp_path
 
         server.faults.clear()
         found, stats = run_with_cache(engine, requests, cache)           # the next run retries only the failure
-        assert stats.sent == 1 and stats.errors == 0 and server.successes[prompts[5]] == 1
-        assert sum(server.successes.values()) == 30
+        assert stats.sent == 1 and stats.errors == 0 and _settled(server, 30) == 30
+        assert server.successes[prompts[5]] == 1
 
 
 def test_retry_after_is_honoured():
     with OpenAIServer(faults=[Fault("429", prompt="慢", retry_after=2)]) as server:
         [completion] = _engine(server).generate([_request("慢")])
+        _settled(server, 1)
         first, second = server.attempt_times["慢"]
     assert completion.error is None and server.successes["慢"] == 1
     assert second - first >= 2.0          # the header's wait, not the client's 0.5 s first backoff
@@ -175,7 +186,7 @@ def test_an_endpoint_moved_to_another_port_is_served_from_the_cache(tmp_path):
         with OpenAIServer() as first:
             engine = OpenAIEngine(base_url=first.base_url, **spec_params)
             _, stats = run_with_cache(engine, requests(engine), cache)
-            assert stats.sent == 12 and stats.errors == 0 and sum(first.successes.values()) == 12
+            assert stats.sent == 12 and stats.errors == 0 and _settled(first, 12) == 12
         with OpenAIServer() as moved:
             assert moved.port != first.port
             engine = OpenAIEngine(base_url=moved.base_url, concurrency=2, timeout_s=9, **spec_params)
@@ -184,7 +195,7 @@ def test_an_endpoint_moved_to_another_port_is_served_from_the_cache(tmp_path):
             assert [found[r.cache_key].text for r in requests(engine)] == [answer(p, 16)[0] for p in prompts]
             pinned = OpenAIEngine(base_url=moved.base_url, revision="ckpt-2", **spec_params)
             _, stats = run_with_cache(pinned, requests(pinned), cache)
-            assert stats.sent == 12 and sum(moved.successes.values()) == 12
+            assert stats.sent == 12 and _settled(moved, 12) == 12
 
 
 def test_progress_counts_every_answer_and_error_of_the_openai_path(tmp_path, monkeypatch):
@@ -386,11 +397,13 @@ def test_the_same_attempts_and_outcomes_as_the_official_client():
 
     with OpenAIServer(faults=faults) as server:
         expected = asyncio.run(official(server))
+        _settled(server, expected.count("ok"))   # before the reset, or a late count lands after it
         attempts = dict(server.attempts)
         server.reset_counters()
         calls = Counter()
         completions = _engine(server, max_retries=2, concurrency=8).generate(
             [_request(p, max_tokens=8) for p in prompts], on_result=lambda index, _: calls.update([index]))
+        _settled(server, sum(c.error is None for c in completions))
         assert dict(server.attempts) == attempts == {prompts[0]: 2, prompts[1]: 3, prompts[2]: 2, prompts[3]: 1,
                                                      prompts[4]: 3, prompts[5]: 1, prompts[6]: 3, prompts[7]: 1}
         assert calls == Counter(range(len(prompts)))                       # one answer per request, no more
@@ -436,6 +449,7 @@ def test_timeouts_and_dropped_connections_are_retried_then_become_rows():
     with OpenAIServer(faults=faults) as server:
         hung, dropped, fine = _engine(server, timeout_s=0.3, max_retries=1).generate(
             [_request("挂"), _request("断"), _request("好")])
+        _settled(server, 1)
         assert server.attempts["挂"] == server.attempts["断"] == 2 and server.successes["好"] == 1
         assert not server.successes["挂"] and not server.successes["断"]
     assert hung.error.startswith("APITimeoutError: Request timed out. (") and 0.8 < hung.latency_s < 2.0
