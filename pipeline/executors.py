@@ -61,7 +61,7 @@ def gpu_k8s_config(env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     inference: GPU limits, the GPU node selector and a toleration for the GPU taint."""
     gpus = _positive_int(env, "WENHENG_K8S_GPUS", 1)
     return {
-        "container_config": {"resources": {"limits": {"nvidia.com/gpu": gpus}}},
+        "container_config": {"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}},   # a k8s quantity
         "pod_spec_config": {
             "node_selector": gpu_node_selector(env),
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
@@ -76,7 +76,8 @@ def inference_ops(assets: Iterable[dg.AssetsDefinition]) -> list[str]:
 
 def k8s_executor_config(assets: Iterable[dg.AssetsDefinition], env: Mapping[str, str] = os.environ) -> dict:
     """k8s_job_executor config: GPUs for the inference-pool steps only (scores and the rest run on CPU nodes)."""
-    config: dict[str, Any] = {"per_step_k8s_config": {op: gpu_k8s_config(env) for op in inference_ops(assets)}}
+    gpu = gpu_k8s_config(env)   # read (and checked) even when no asset is given
+    config: dict[str, Any] = {"per_step_k8s_config": {op: gpu for op in inference_ops(assets)}}
     if env.get("WENHENG_K8S_NAMESPACE"):
         config["job_namespace"] = env["WENHENG_K8S_NAMESPACE"]
     if (most := _positive_int(env, "WENHENG_MAX_CONCURRENT", None)) is not None:
