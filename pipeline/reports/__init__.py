@@ -19,23 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.benchmarks import cards
-from pipeline.report import KEY
 from pipeline.reports import data, render
 from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
 from pipeline.warehouse import connect_readonly
 
 __all__ = ["write_reports", "build_run_info", "RUN_INFO_KEYS", "MAX_SAMPLES"]
 MAX_SAMPLES = data.MAX_SAMPLES
-PAGE_KEY = KEY + "; n = scored/items asked; coverage = scored / asked"
+PAGE_KEY = ("Each cell: score x100, its 95% bootstrap interval, n = items scored / items asked, coverage = "
+            "scored / asked; * = the model's max_tokens cut the benchmark's budget.")
 
 
 def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None = None, *,
-                  max_samples: int = MAX_SAMPLES, benchmarks: list[str] | None = None,
-                  models: list[str] | None = None) -> Path:
+                  max_samples: int = MAX_SAMPLES, max_sample_bytes: int = data.MAX_BYTES,
+                  benchmarks: list[str] | None = None, models: list[str] | None = None) -> Path:
     """Write the report for the warehouse at `db_path` into `out_dir` (created); returns the path
     of index.html. `run_info`: see `build_run_info` (None: rebuilt from the warehouse, no timings).
     `benchmarks` / `models` narrow the whole report (pages and samples) to those names;
-    `max_samples` caps the sample browser's embedded rows."""
+    `max_samples` and `max_sample_bytes` cap the sample browser's embedded rows and text."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     env = render.environment()
@@ -47,7 +47,7 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
             rows = rows[rows["benchmark"].isin(benchmarks)]
         if models:
             rows = rows[rows["model"].isin(models)]
-        sample_data = data.samples(con, max_samples, benchmarks, models)
+        sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
         info = results(con, rows, Path(db_path), run_info)
 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
@@ -68,7 +68,8 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     shown, total = len(sample_data["samples"]), sample_data["total"]
     render.write(out_dir / "samples.html", env.get_template("samples.html.j2").render(
         css=css, nav=nav, capped=sample_data["capped"], shown=f"{shown:,}", total=f"{total:,}",
-        cap=f"{max_samples:,}", data_json=render.json_for_script(sample_data)))
+        cap=f"{max_samples:,} samples and about {_size(max_sample_bytes)} of text",
+        data_json=render.json_for_script(sample_data)))
     (out_dir / "results.json").write_text(json.dumps(info, ensure_ascii=False, indent=1, default=str) + "\n",
                                           encoding="utf-8")
     index = out_dir / "index.html"
@@ -77,6 +78,10 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
         subtitle=_subtitle(run_info),
         samples_line=f"{shown:,} of {total:,} embedded" if sample_data["capped"] else f"{shown:,} samples"))
     return index
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
 
 
 class _Unknown:
@@ -97,6 +102,8 @@ def _subtitle(run_info: dict[str, Any] | None) -> str:
 def _facts(info: dict[str, Any], run_info: dict[str, Any] | None) -> list[tuple[str, str]]:
     facts = []
     run = info["run"]
+    if run.get("run_id"):
+        facts.append(("run id", str(run["run_id"])))
     if run.get("command"):
         facts.append(("command", run["command"]))
     if run_info is not None:

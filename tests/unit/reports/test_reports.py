@@ -146,6 +146,18 @@ def test_cap_keeps_every_run_and_says_so(warehouse, tmp_path):
     assert "25 of" in (tmp_path / "index.html").read_text(encoding="utf-8")
 
 
+def test_text_budget_caps_the_samples_too(warehouse, tmp_path):
+    write_reports(warehouse, tmp_path, max_sample_bytes=40_000)
+    page = (tmp_path / "samples.html").read_text(encoding="utf-8")
+    data = embedded(page)
+    assert 10 < len(data["samples"]) < data["total"] and data["capped"]
+    text = sum(len(s["response"] or "") for s in data["samples"]) + sum(map(len, data["prompts"] + data["golds"]))
+    assert 3 * text <= 40_000
+    assert "about 40 kB of text" in page
+    # the first samples of every run come first: every benchmark still has samples
+    assert {s["benchmark"] for s in data["samples"]} == set(benchmarks.names())
+
+
 def test_nasty_text_is_escaped_everywhere(warehouse, tmp_path):
     db = tmp_path / "nasty.duckdb"
     shutil.copy(warehouse, db)
