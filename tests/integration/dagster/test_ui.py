@@ -1,10 +1,12 @@
 """`dagster dev -w workspace.yaml` serves the code location with every stage (checked through the
-webserver's GraphQL API on loopback)."""
+webserver's GraphQL API on loopback), and the scores' Markdown the UI shows."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -12,7 +14,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pandas as pd
 from conftest import ROOT
+
+from pipeline.aggregate import PAPER_TABLE_COLUMNS
 
 QUERY = "{ assetNodes { assetKey { path } groupName isPartitioned } }"
 
@@ -24,6 +29,8 @@ def _free_port() -> int:
 
 
 def test_webserver_lists_every_stage(workdir):
+    from pipeline.definitions import defs
+
     port = _free_port()
     webserver = Path(sys.executable).with_name("dagster-webserver")
     env = dict(os.environ, DAGSTER_HOME=str(workdir / "dagster_home"))
@@ -43,11 +50,63 @@ def test_webserver_lists_every_stage(workdir):
             except (OSError, KeyError, TypeError):
                 continue
         assert nodes is not None, "webserver did not answer within 120 s"
-        by_key = {"/".join(n["assetKey"]["path"]): n for n in nodes}
-        assert {"raw_wenmind", "items", "dedup_clusters", "item_variants", "prompts", "responses", "scores",
-                "warehouse"} <= set(by_key)
-        assert by_key["responses"]["isPartitioned"] and not by_key["items"]["isPartitioned"]
-        assert {n["groupName"] for n in nodes} == {"sources", "items", "evaluate", "warehouse"}
+        served = {"/".join(n["assetKey"]["path"]): (n["groupName"], n["isPartitioned"]) for n in nodes}
+        graph = defs.resolve_asset_graph()
+        # the stages as the definitions declare them: names, groups, partitioning
+        declared = {key.to_user_string(): (graph.get(key).group_name, graph.get(key).is_partitioned)
+                    for key in graph.get_all_asset_keys()}
+        assert served == declared
+        assert {"responses", "scores", "warehouse"} <= set(served)
+        assert served["responses"][1] and not served["warehouse"][1]
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _rows(**columns) -> pd.DataFrame:
+    base = {"variant": "original", "setting": "zero_shot", "split": "test", "capped": False, "benchmark": "aceval",
+            "table_name": "by_level", "title": "Tables 3-6: accuracy per level", "metric": "mean", "headline": False,
+            "note": None, "ci_low": None, "ci_high": None}
+    frame = pd.DataFrame([base | dict(zip(columns, values)) for values in zip(*columns.values())])
+    return frame.reindex(columns=PAPER_TABLE_COLUMNS)
+
+
+def test_scores_markdown_has_a_cell_per_model_and_row_and_a_chart_per_table():
+    from assets.warehouse import scores_markdown
+
+    frame = pd.concat([
+        _rows(model=["oracle", "random", "oracle", "random"], row_order=[0, 0, 1, 1],
+              row_label=["General | Historical", "General | Historical", "Poetry", "Poetry"],
+              score=[100.0, 25.0, 100.0, None], ci_low=[100.0, 5.0, 100.0, None], ci_high=[100.0, 50.0, 100.0, None],
+              n_scored=[8, 8, 4, 0], n_items=[8, 8, 5, 5], coverage=[1.0, 1.0, 0.8, 0.0],
+              note=[None, None, None, "no scored items in: Poetry"]),
+        _rows(model=["random"], setting=["five_shot"], row_order=[0], row_label=["Poetry"], score=[40.0],
+              ci_low=[10.0], ci_high=[70.0], n_scored=[5], n_items=[5], coverage=[1.0], capped=[True]),
+    ], ignore_index=True)
+    charted = []
+    text = scores_markdown(frame, {"aceval": "AC-EVAL"},
+                           lambda rows, title: charted.append((len(rows), title)) or "CHART")
+    lines = text.splitlines()
+    # one table per run setting, each headed by the paper table and the setting
+    assert [line for line in lines if line.startswith("**")] == [
+        "**AC-EVAL - Tables 3-6: accuracy per level** (split test, setting zero_shot, variant original)",
+        "**AC-EVAL - Tables 3-6: accuracy per level** (split test, setting five_shot, variant original)"]
+    assert "| | oracle | random |" in lines and "| | random |" in lines
+    # a '|' inside a label is escaped, not a new column
+    assert "| General \\| Historical | 100.0 [100.0, 100.0] 8/8, 100% | 25.0 [5.0, 50.0] 8/8, 100% |" in lines
+    assert "| Poetry | 100.0 [100.0, 100.0] 4/5, 80% | - 0/5, 0% |" in lines
+    assert "| Poetry | 40.0* [10.0, 70.0] 5/5, 100% |" in lines   # * : max_tokens cut the budget
+    assert "- note: Poetry: no scored items in: Poetry" in lines
+    # one chart per paper table, over all its run settings, after its tables
+    assert charted == [(5, "AC-EVAL - Tables 3-6: accuracy per level")] and lines[-1] == "CHART"
+    assert "No scored items yet" in scores_markdown(frame.iloc[:0], {})
+
+
+def test_chart_markdown_is_an_inline_png():
+    from assets.warehouse import chart_markdown
+
+    frame = _rows(model=["oracle", "random"], row_order=[0, 0], row_label=["average"] * 2, score=[100.0, 22.2],
+                  ci_low=[100.0, 0.0], ci_high=[100.0, 53.3], n_scored=[9, 9], n_items=[9, 9], coverage=[1.0, 1.0])
+    found = re.fullmatch(r"!\[AC-EVAL - Average\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)",
+                         chart_markdown(frame, "AC-EVAL - Average"))
+    assert found and base64.b64decode(found.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
