@@ -3,7 +3,8 @@ pages, a benchmark page shows its chart and tables with n and coverage, and the 
 filters by model and score and shows a sample's prompt, response and gold side by side.
 
 Skips when chromium or Playwright is missing, unless WENHENG_REQUIRE_BROWSER=1 (then it fails).
-Screenshots go to a temp dir, and also to WENHENG_SCREENSHOTS=<dir> when set."""
+Screenshots go to a temp dir, and also to WENHENG_SCREENSHOTS=<dir> when set; WENHENG_CHROMIUM names
+another chromium binary."""
 
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ models:
 """
 
 
+NASTY = "</script><script>alert('x')</script><img src=x onerror=alert(1)> & \"q\" 文衡"
+NASTY_ITEM = "cpdue/test/CK/ck-001"
+
+
 def _unavailable(reason: str) -> None:
     if os.environ.get("WENHENG_REQUIRE_BROWSER") == "1":
         pytest.fail(f"WENHENG_REQUIRE_BROWSER=1 but {reason}")
@@ -35,13 +40,20 @@ def _unavailable(reason: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def can_browse() -> None:
+    """Skip (or fail) before any work when there is no browser to drive."""
     if not CHROMIUM.is_file():
         _unavailable(f"no chromium at {CHROMIUM} (apt-get install chromium)")
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
         _unavailable("playwright is not installed (pip install -e '.[dev]')")
+
+
+@pytest.fixture(scope="module")
+def browser(can_browse):
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield browser
@@ -49,7 +61,7 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
+def report(can_browse, tmp_path_factory) -> Path:
     """A report of a real baseline run on the samples."""
     from pipeline.reports import write_reports
     from pipeline.runner import run_pipeline
@@ -65,7 +77,10 @@ def report(tmp_path_factory) -> Path:
         mp.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
         summary = run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lambda _: None)
         assert summary.ok, summary.failures
-        write_reports(base / "warehouse.duckdb", base / "report")
+    # one answer that would run script if any page put data into HTML unescaped
+    with duckdb.connect(str(base / "warehouse.duckdb")) as con:
+        con.execute("UPDATE responses SET text = ? WHERE item_id = ? AND model = 'oracle'", [NASTY, NASTY_ITEM])
+    write_reports(base / "warehouse.duckdb", base / "report")
     return base / "report"
 
 
@@ -79,6 +94,7 @@ def page(report, browser, tmp_path):   # the report first: Playwright's event lo
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("dialog", lambda d: (errors.append(f"dialog: {d.message}"), d.dismiss()))
     yield page
     context.close()
     assert requests == [], f"the report fetched from the network: {requests}"
@@ -166,3 +182,14 @@ def test_sample_browser_filters_and_shows_a_sample(page, report, tmp_path):
     page.fill("#f-text", "no such text anywhere 0xdeadbeef")
     expect(page.locator("#count")).to_have_text(re.compile(r"^0 of "))
     assert rows.count() == 0
+
+
+def test_sample_text_is_shown_as_text(page, report, tmp_path):
+    from playwright.sync_api import expect
+
+    page.goto((report / "samples.html").as_uri() + "#model=oracle&q=onerror")
+    rows = page.locator("#list tbody tr")
+    expect(rows).to_have_count(1)
+    rows.first.click()
+    assert page.locator("#d-response").inner_text() == NASTY
+    assert page.locator("img").count() == 0
