@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'leaderboard view query (best of 5, read-only)':<48} {leaderboard_s * 1000:9.1f} ms")
         print(f"  {'paper_tables query (best of 5, read-only)':<48} {paper_s * 1000:9.1f} ms")
         print(f"\n  1 changed partition / full: {one_s / full_s:.3f}   nothing changed / full: {same_s / full_s:.3f}")
+        for name, result in (("full", full), ("nothing changed", same), ("1 partition changed", one)):
+            print(f"  phases, {name}: " + ", ".join(f"{k} {v:.2f} s" for k, v in result.seconds.items()))
         print(f"  reloaded on the changed publish: {one.reloaded}")
         print(f"  history files written: full {len(full.recorded)}, unchanged 0, changed {len(one.recorded)}")
         print(f"\n  lake {_size(lake) / 2**20:,.0f} MiB ({sum(1 for _ in lake.rglob('*.parquet'))} files), "

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,6 +102,7 @@ class PublishResult:
     mode: str                               # full | incremental
     reloaded: dict[str, list[Key]]          # table -> keys whose rows were replaced
     recorded: list[str]                     # history files written
+    seconds: dict[str, float]               # per phase: copy, load, history, sql, paper_tables, swap
 
 
 def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None = None,
@@ -112,8 +114,10 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
     # swap is a rename: a reader opens either the old file or the new one, never a mix).
     tmp = db_path.with_name(f"{db_path.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}.building")
     incremental = not full and _built_with(db_path, layout)
+    clock = _Clock()
     if incremental:
         shutil.copyfile(db_path, tmp)
+    clock.lap("copy")
     con = duckdb.connect(str(tmp))
     try:
         if not incremental:
@@ -132,14 +136,18 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
             _reload(con, table, table_schema, parts, keys, published.get(table, {}))
             reloaded[table] = sorted(keys)
         derived = _derived_scope(reloaded)
+        clock.lap("load")
         # the history as it is on disk, then what this publish adds to it
         _load_history(con, history_dir, published, reloaded, create=not incremental)
         recorded = history.record(con, history_dir, derived, bool(reloaded["corrections_audit"]), now)
         if recorded:
             _load_history(con, history_dir, _published(con), reloaded, create=False)
+        clock.lap("history")
         for sql_file in sql_files(sql_dir):
             _run_sql(con, sql_file.read_text(encoding="utf-8"), None if not incremental else derived)
+        clock.lap("sql")
         build_paper_tables(con, None if not incremental else derived)
+        clock.lap("paper_tables")
         con.execute("DELETE FROM _build")
         con.execute("INSERT INTO _build VALUES (?, ?, ?)", [layout, now, "incremental" if incremental else "full"])
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
@@ -149,13 +157,25 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, db_path)
+        clock.lap("swap")
     except BaseException:
         con.close()
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
             leftover.unlink(missing_ok=True)
         raise
     return PublishResult(counts, "incremental" if incremental else "full",
-                         {t: k for t, k in reloaded.items() if k}, recorded)
+                         {t: k for t, k in reloaded.items() if k}, recorded, clock.seconds)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.seconds[phase] = round(now - self._last, 3)
+        self._last = now
 
 
 def layout_hash(sql_dir: Path) -> str:
