@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Collection, Iterable, Mapping
+from itertools import islice
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -192,7 +193,9 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
         if len(pool) < most and item["split"] in bench.exemplar_splits:
             key = (bench.name, item["task_group"], v["variant"], item["task"])
             if key not in outside_task:
-                outside_task[key] = [s for s in by_group.get(key[:3], []) if s["task"] != item["task"]][:most]
+                # stops after `most` shots: a scan per task never runs through the whole level
+                outside_task[key] = list(islice((s for s in by_group.get(key[:3], []) if s["task"] != item["task"]),
+                                                most))
             pool += outside_task[key][:most - len(pool)]
         options = options_text(list(v.get("choices") or []))
         for name, setting in bench.settings:

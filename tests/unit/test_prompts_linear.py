@@ -4,6 +4,7 @@ round-robin over tasks."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
@@ -249,3 +250,29 @@ def test_a_few_shot_pool_is_not_limited():
 def test_a_negative_limit_is_refused():
     with pytest.raises(ValueError, match="limit"):
         build_prompt_rows([], [], limit=-1)
+
+
+def _small_tasks(n: int) -> list[dict[str, Any]]:
+    """n evaluated dev items in tasks of four, all in one level: every item's shots come partly
+    from the level outside its task."""
+    return [_aceval("dev", f"task{k // 4}", "level0", k) | {"question": f"问题{k}"} for k in range(n)]
+
+
+def test_small_tasks_in_one_level_give_the_reference_rows():
+    _same(_small_tasks(240), {"aceval": ["dev"]})
+
+
+def test_cost_grows_linearly_with_evaluated_exemplars():
+    """Four times the items must cost well under sixteen times the CPU (the per-item scans of
+    the level it replaced grew with the square)."""
+    def cpu(n: int) -> float:
+        items = _small_tasks(n)
+        variants = _variants(items)
+        best = float("inf")
+        for _ in range(3):
+            start = time.process_time()
+            build_prompt_rows(items, variants, {"aceval": ["dev"]})
+            best = min(best, time.process_time() - start)
+        return best
+
+    assert cpu(1600) < 10 * cpu(400)
