@@ -138,14 +138,12 @@ def apply_corrections(items: Iterable[dict[str, Any]], corrections: Iterable[Cor
     order, so a second correction of the same field sees the first one's result. The script and
     both hashes of a corrected item are recomputed.
 
-    `sources` (benchmark -> SourceSpec, as load_sources returns) is where `path` scopes look; when
-    it is None and a correction has a path scope, the configured sources file is read."""
+    `sources` (benchmark -> SourceSpec, as load_sources returns) is where `path` scopes look; a
+    benchmark it does not name has no known path, so its path-scoped corrections are out of scope."""
     items = [dict(item) for item in items]
     corrections = list(corrections)
     by_id = {item["item_id"]: item for item in items}
     versions = {item["benchmark"]: item.get("source_version") for item in items}
-    if sources is None and any(c.scope.paths for c in corrections):
-        sources = _configured_sources()
     locations = source_locations(sources or {})
     audit, changed = [], set()
     for corr in corrections:
@@ -250,13 +248,6 @@ def _audit(corr: Correction, benchmark: str, status: str, note: str | None = Non
     return {"item_id": corr.item_id, "benchmark": benchmark, "field": corr.field, "old": _encode(corr.old),
             "new": _encode(corr.new), "reason": reason, "date": corr.date, "status": status,
             "origin": corr.origin}
-
-
-def _configured_sources() -> dict[str, Any]:
-    from pipeline.config import load_sources
-    from pipeline.paths import sources_file
-
-    return load_sources(sources_file())
 
 
 def _csv_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.corrections import correct, diff_versions
+from pipeline.corrections import apply_corrections, diff_versions, load_corrections
 from pipeline.schema import QUARANTINE, derive_fields
 
 
@@ -45,7 +45,13 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
     readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
                 if row["reason"] is None]
     upstream, quarantine = standardize(readable)
-    items, audit = correct(upstream, corrections_dir, sources)
+    corrections = load_corrections(corrections_dir)
+    if sources is None and any(c.scope.paths for c in corrections):
+        from pipeline.config import load_sources
+        from pipeline.paths import sources_file
+
+        sources = load_sources(sources_file())
+    items, audit = apply_corrections(upstream, corrections, sources)
     for benchmark in sorted({row["benchmark"] for row in raw_rows}):
         before = [it for it in previous_items or () if it["benchmark"] == benchmark]
         if before:   # a benchmark built for the first time has nothing to diff against

@@ -40,9 +40,12 @@ def tlc(items):
     return [at(items, "tlc", f"line {n}") for n in (1, 2, 3)]
 
 
+SAMPLE_SOURCES = {"wyweb": SourceSpec("wyweb", ROOT / "data" / "samples" / "wyweb", "sample-1")}
+
+
 def test_shipped_corrections_apply_to_the_sample(items):
     irc = at(items, "irc", "index 2")
-    corrected, audit = correct(items, ROOT / "data" / "corrections")
+    corrected, audit = correct(items, ROOT / "data" / "corrections", SAMPLE_SOURCES)
     (row,) = audit
     assert row["status"] == "applied" and row["item_id"] == irc and row["field"] == "context"
     assert row["origin"] == "data/corrections/wyweb.yaml:1" and row["reason"] and row["date"]
@@ -59,15 +62,16 @@ def test_the_shipped_correction_is_out_of_scope_for_other_sources(items, tmp_pat
     path, is reported out_of_scope and left alone (not stale, not applied)."""
     (correction,) = load_corrections(ROOT / "data" / "corrections")
     other_version = [dict(i, source_version="34bb6fd") for i in items]
-    corrected, (row,) = apply_corrections(other_version, [correction])
+    corrected, (row,) = apply_corrections(other_version, [correction], SAMPLE_SOURCES)
     assert row["status"] == "out_of_scope" and corrected == other_version
     assert "scoped to version sample-1; the source is version 34bb6fd" in row["reason"]
     elsewhere = {"wyweb": SourceSpec("wyweb", tmp_path / "WYWEB" / "data" / "tasks", "sample-1")}
     corrected, (row,) = apply_corrections(items, [correction], sources=elsewhere)
     assert row["status"] == "out_of_scope" and "scoped to path data/samples/wyweb" in row["reason"]
     assert corrected == items
-    here = {"wyweb": SourceSpec("wyweb", ROOT / "data" / "samples" / "wyweb", "sample-1")}
-    assert apply_corrections(items, [correction], sources=here)[1][0]["status"] == "applied"
+    assert apply_corrections(items, [correction], sources=SAMPLE_SOURCES)[1][0]["status"] == "applied"
+    (row,) = apply_corrections(items, [correction])[1]     # no source known: its path cannot match
+    assert row["status"] == "out_of_scope" and "the source's path is not known" in row["reason"]
 
 
 def test_scopes_per_file_and_per_row(tmp_path, items, tlc):
@@ -82,7 +86,7 @@ def test_scopes_per_file_and_per_row(tmp_path, items, tlc):
         "item_id,field,old,new,reason,date,version,path\n"
         f"{tlc[0]},context,x,y,csv scope,2026-01-02,v2,\n"
         f"{tlc[1]},answer,A,C,no scope,2026-01-02,,\n", encoding="utf-8")
-    corrected, audit = apply_corrections(items, load_corrections(tmp_path))
+    corrected, audit = apply_corrections(items, load_corrections(tmp_path), SAMPLE_SOURCES)
     # files in name order: scoped.csv, then scoped.yaml
     assert [(a["item_id"], a["status"]) for a in audit] == [
         (tlc[0], "out_of_scope"), (tlc[1], "applied"),
@@ -121,7 +125,7 @@ def test_a_correction_goes_stale_once_upstream_changes(items):
     (correction,) = load_corrections(ROOT / "data" / "corrections")
     fixed_upstream = [dict(i, context="蛇固无足，子安能为之足？") if i["item_id"] == correction.item_id else i
                       for i in items]
-    corrected, (row,) = apply_corrections(fixed_upstream, [correction])
+    corrected, (row,) = apply_corrections(fixed_upstream, [correction], SAMPLE_SOURCES)
     assert row["status"] == "stale" and corrected == fixed_upstream
 
 
@@ -310,3 +314,25 @@ def test_build_items_routes_every_raw_row(tmp_path):
     _, _, moved = build_items([dict(r, source_version="v1") for r in rows[:2]], tmp_path, previous[:1])
     assert [(a["status"], a["origin"]) for a in moved if a["status"] != "applied"] == [
         ("changed_upstream", "upstream v1 (same version label)"), ("added_upstream", "upstream v1 (same version label)")]
+
+
+def test_build_items_finds_path_scopes_in_the_configured_sources(tmp_path, monkeypatch):
+    """Without `sources`, a path-scoped correction is matched against the sources file in use."""
+    from pipeline.standardize import build_items
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "sources.yaml").write_text(f"benchmarks:\n  aceval: {{path: {tmp_path / 'src'}, version: v1}}\n",
+                                           encoding="utf-8")
+    monkeypatch.setenv("WENHENG_SOURCES", str(tmp_path / "sources.yaml"))
+    fixes = tmp_path / "corrections"
+    fixes.mkdir()
+    (fixes / "fix.yaml").write_text("path: '*/src'\ncorrections:\n  - {item_id: aceval/dev/t/0, field: answer,"
+                                    " old: A, new: B, reason: wrong key, date: 2026-11-22}\n", encoding="utf-8")
+    row = {"item_id": "aceval/dev/t/0", "benchmark": "aceval", "source_version": "v1", "task": "t", "context": None,
+           "question": "问", "choices": ["甲", "乙"], "answer": "A", "references": [], "metadata": "{}",
+           "source_file": "f.csv", "source_locator": "row 0", "reason": None, "raw": None}
+    items, _, (audit,) = build_items([row], fixes)
+    assert audit["status"] == "applied" and items[0]["answer"] == "B"
+    elsewhere = {"aceval": SourceSpec("aceval", tmp_path / "other", "v1")}
+    items, _, (audit,) = build_items([row], fixes, sources=elsewhere)
+    assert audit["status"] == "out_of_scope" and items[0]["answer"] == "A"
