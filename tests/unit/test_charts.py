@@ -31,7 +31,7 @@ def svg_texts(svg: bytes) -> list[str]:
 
 
 def test_png_and_svg_are_deterministic_and_small():
-    frame = table([f"task {i}" for i in range(30)], ["model-a", "model-b", "model-c", "model-d"])
+    frame = table([f"fine-grained task {i}" for i in range(40)], [f"model-{m}" for m in range(8)])
     png = charts.paper_table_chart(frame, "Table 3: a large one", "png")
     svg = charts.paper_table_chart(frame, "Table 3: a large one", "svg")
     assert png.startswith(b"\x89PNG\r\n\x1a\n")
