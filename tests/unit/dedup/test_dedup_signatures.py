@@ -13,7 +13,7 @@ from conftest import upstream
 from pipeline.config import SourceSpec
 from pipeline.dedup import SIGNATURES_SCHEMA, DedupParams, cluster, item_signatures
 from pipeline.dedup.signatures import clusters_from_signatures, contamination_from_signatures
-from pipeline.schema import answer_hash, content_hash
+from pipeline.schema import answer_hash, content_hash, records, to_frame
 from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
@@ -105,6 +105,7 @@ def test_rows_survive_arrow_and_other_params_are_never_reused():
     rows = item_signatures(items)[0]
     stored = pa.Table.from_pylist(rows, schema=SIGNATURES_SCHEMA).to_pylist()
     assert stored == rows
+    assert records(to_frame(rows, SIGNATURES_SCHEMA)) == rows  # as the lake stores and reads tables
     assert item_signatures(items, previous=stored)[1]["computed"] == 0
     other = dataclasses.replace(DedupParams(), seed=2)
     assert item_signatures(items, other, previous=stored)[1]["reused"] == 0
