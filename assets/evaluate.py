@@ -1,5 +1,6 @@
 """responses and scores, partitioned benchmark x model (models come from data/models.yaml); the
-LLM judge's judgements between them are in assets/judge.py."""
+LLM judge's judgements between them are in assets/judge.py. Each reads its benchmark's partition
+of `items` and `prompts`."""
 
 import os
 import warnings
@@ -7,7 +8,8 @@ import warnings
 import dagster as dg
 import pandas as pd
 
-from pipeline import benchmarks, schema
+from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
+from pipeline import schema
 from pipeline.engines.cache import run_with_cache
 from pipeline.inference import give_golds, plan, response_rows
 from pipeline.judge.run import combine_scores
@@ -15,12 +17,24 @@ from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
-benchmark_x_model = dg.MultiPartitionsDefinition({
-    "benchmark": dg.StaticPartitionsDefinition(list(benchmarks.names())),
-    "model": models_partitions,
-})
-# Re-run a partition when its prompts or items change; the response cache makes that cheap.
-follow_upstream = dg.AutomationCondition.eager()
+benchmark_x_model = dg.MultiPartitionsDefinition({"benchmark": benchmark_partitions, "model": models_partitions})
+# benchmark x model reads the benchmark's partition of an item-stage asset
+with warnings.catch_warnings():   # a beta class in Dagster 1.13
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    by_benchmark = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="benchmark")
+ITEM_STAGE_INS = {"items": dg.AssetIn("items", partition_mapping=by_benchmark)}
+
+# Re-run a partition when its prompts or items change (their content, not a rebuild of the same
+# data); the response cache makes that cheap.
+follow_upstream = eager_on_changed_data()
+
+
+def after_responses(*ignored: str) -> dg.AutomationCondition:
+    """Eager, but not on `ignored` item-stage updates: those reach this asset through `responses`,
+    which re-runs first, so each partition is computed once per change, with the new responses
+    (reacting to `items` too would compute it once with the old responses, then again)."""
+    return dg.AutomationCondition.eager().replace(
+        "any_deps_updated", dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*ignored)))
 
 
 def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
@@ -28,18 +42,17 @@ def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
     return keys["benchmark"], keys["model"]
 
 
-with warnings.catch_warnings():   # a check per partition is a preview feature in Dagster 1.13
-    warnings.simplefilter("ignore", dg.PreviewWarning)
-    error_rate_check = dg.AssetCheckSpec(
-        "error_rate", asset="responses", blocking=True, partitions_def=benchmark_x_model,
-        description="share of prompts that failed after retries, at most WENHENG_MAX_ERROR_RATE (default 0.05); "
-                    "above it the partition is not written, scored or published")
+error_rate_check = partition_check(
+    "error_rate", "responses", blocking=True, partitions_def=benchmark_x_model,
+    description="share of prompts that failed after retries, at most WENHENG_MAX_ERROR_RATE (default 0.05); "
+                "above it the partition is not written, scored or published")
 
 
 @dg.asset(
     group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", automation_condition=follow_upstream, output_required=False,
     check_specs=[error_rate_check],
+    ins={**ITEM_STAGE_INS, "prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
 )
 def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: pd.DataFrame,
               items: pd.DataFrame):
@@ -48,9 +61,8 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     benchmark, model = _partition(context)
     spec = models.spec(model)
     engine = models.engine(model)
-    items_by_id = {it["item_id"]: it for it in schema.records(items[items["benchmark"] == benchmark])}
-    planned = plan(spec, engine.identity(), benchmark,
-                   schema.records(prompts[prompts["benchmark"] == benchmark]), items_by_id)
+    items_by_id = {it["item_id"]: it for it in schema.records(items)}
+    planned = plan(spec, engine.identity(), benchmark, schema.records(prompts), items_by_id)
     with models.response_cache() as cache:
         completions, stats = run_with_cache(give_golds(engine, planned, items_by_id), [req for _, req in planned],
                                             cache, log=context.log.info)
@@ -77,7 +89,7 @@ def max_error_rate() -> float:
 
 @dg.asset(
     group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
-    kinds={"parquet"}, automation_condition=follow_upstream,
+    kinds={"parquet"}, automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
 def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame,
            judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -89,7 +101,7 @@ def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd
     frame = schema.to_frame(rows, schema.SCORES)
     rule, judge = frame["kind"] == "rule", frame["kind"] == "judge"
     scored, judge_scored = rule & frame["score"].notna(), judge & frame["score"].notna()
-    return dg.Output(frame, metadata={
+    return dg.Output(frame, data_version=content_version(frame), metadata={
         "responses": int(rule.sum()), "scored": int(scored.sum()),
         "mean_score": float(frame.loc[scored, "score"].mean()) if scored.any() else 0.0,
         "judged": int(judge.sum()), "judge_scored": int(judge_scored.sum()),

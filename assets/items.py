@@ -1,75 +1,81 @@
-"""items, quarantine, dedup, script variants and prompts: everything before a model is asked."""
+"""items, quarantine, dedup, script variants and prompts: everything before a model is asked.
+
+Each stage is partitioned by benchmark like raw_items, so a corrected WYWEB item rebuilds WYWEB's
+items, clusters, variants and prompts only. `contamination` compares benchmarks with each other,
+so it alone reads every benchmark's items."""
 
 
+import inspect
 from collections import Counter
 
 import dagster as dg
 import pandas as pd
 import pyarrow.parquet as pq
 
-from pipeline import benchmarks, paths, schema
+from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
+from pipeline import paths, schema
 from pipeline.config import load_duplicate_policy, load_sources
-from pipeline.dedup import DedupParams, cluster, conflicting_clusters, evaluation_items
+from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
+from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
+from pipeline.dedup.signatures import item_signatures as item_signatures_of
 from pipeline.prompts import build_prompt_rows
 from pipeline.script import make_variant
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
+from resources.lake import partition_file
 
-RAW_KEYS = [f"raw_{b}" for b in benchmarks.names()]
 
-
-def _frame_version(frame: pd.DataFrame, columns: list[str]) -> dg.DataVersion:
-    """Data version from content, so an unchanged table does not mark its downstream stale."""
-    return dg.DataVersion(schema.stable_hash(frame[columns].astype(str).values.tolist()))
+def _previous_items(benchmark: str) -> list[dict] | None:
+    """This benchmark's items as last built (its partition file), which a new source version is
+    diffed against; None before the first build."""
+    file = partition_file(paths.lake_dir(), "items", benchmark)
+    return pq.read_table(file).to_pylist() if file.is_file() else None
 
 
 @dg.multi_asset(
-    group_name="items", code_version="1", can_subset=False,
-    ins={key: dg.AssetIn(key) for key in RAW_KEYS},
+    group_name="items", code_version="2", can_subset=False, partitions_def=benchmark_partitions,
+    ins={"raw_items": dg.AssetIn("raw_items")},
     outs={
         "items": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
-                             description="Every benchmark item in the one schema (pipeline/schema.py)."),
+                             description="The benchmark's items in the one schema (pipeline/schema.py)."),
         "quarantine": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
                                   description="Rows that could not become items, with file, locator and reason."),
         "corrections_audit": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
             description="One row per correction (applied, stale or unknown item) and per field that "
-                        "changed between two versions of a source."),
+                        "changed between two versions of the benchmark's source."),
     },
     # What each output is made from: items and quarantine from the raw rows; the audit from the
     # items (the corrections applied to them, and their diff against the previous build).
     internal_asset_deps={
-        "items": {dg.AssetKey.from_coercible(key) for key in RAW_KEYS},
-        "quarantine": {dg.AssetKey.from_coercible(key) for key in RAW_KEYS},
+        "items": {dg.AssetKey("raw_items")},
+        "quarantine": {dg.AssetKey("raw_items")},
         "corrections_audit": {dg.AssetKey("items")},
     },
-    check_specs=[dg.AssetCheckSpec("corrections_apply", asset="corrections_audit",
-                                   description="every correction still matches its item"),
-                 dg.AssetCheckSpec("data_quality", asset="items", description=(
+    check_specs=[partition_check("corrections_apply", "corrections_audit", "every correction still matches its item"),
+                 partition_check("data_quality", "items", (
                      "no item is flagged for data quality (" + "; ".join(QUALITY_FLAGS.values()) + "); flagged "
                      "items are left out of evaluation unless the sources file says quality: keep"))],
 )
-def standardized_items(**raw_frames: pd.DataFrame):
-    raw = schema.records(pd.concat(raw_frames.values(), ignore_index=True))
-    # The items this asset wrote last time (if any): a new source version is diffed against them.
-    previous_file = paths.lake_dir() / "items.parquet"
-    previous = pq.read_table(previous_file).to_pylist() if previous_file.is_file() else None
-    items, quarantined, audit = build_items(raw, paths.corrections_dir(), previous)
+def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFrame):
+    benchmark = context.partition_key
+    items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
+                                            _previous_items(benchmark))
     items_frame = schema.to_frame(items, schema.ITEMS)
     yield dg.Output(items_frame, output_name="items",
-                    data_version=_frame_version(items_frame, ["item_id", "content_hash", "answer_hash"]),
-                    metadata={"per benchmark": dg.MetadataValue.json(
-                        items_frame.groupby("benchmark").size().to_dict())})
+                    data_version=content_version(items_frame, ["item_id", "content_hash", "answer_hash"]),
+                    metadata={"per split": dg.MetadataValue.json(items_frame.groupby("split").size().to_dict())})
     flagged = quality_report(items)
     yield dg.AssetCheckResult(
         check_name="data_quality", asset_key="items", passed=not flagged, severity=dg.AssetCheckSeverity.WARN,
         metadata={"items per flag": dg.MetadataValue.json({f: r["items"] for f, r in flagged.items()}),
                   "first ids": dg.MetadataValue.json({f: r["first ids"] for f, r in flagged.items()})})
-    yield dg.Output(schema.to_frame(quarantined, schema.QUARANTINE), output_name="quarantine",
-                    metadata={"rows": len(quarantined)})
+    quarantine_frame = schema.to_frame(quarantined, schema.QUARANTINE)
+    yield dg.Output(quarantine_frame, output_name="quarantine", data_version=content_version(quarantine_frame))
     statuses = pd.Series([row["status"] for row in audit], dtype=object).value_counts().to_dict()
-    yield dg.Output(schema.to_frame(audit, schema.CORRECTIONS_AUDIT), output_name="corrections_audit",
+    audit_frame = schema.to_frame(audit, schema.CORRECTIONS_AUDIT)
+    yield dg.Output(audit_frame, output_name="corrections_audit", data_version=content_version(audit_frame),
                     metadata={"by status": dg.MetadataValue.json({k: int(v) for k, v in statuses.items()})})
     not_applied = [f"{row['item_id']} {row['field']}: {row['status']}" for row in audit
                    if row["status"] in ("stale", "unknown_item")]
@@ -78,65 +84,114 @@ def standardized_items(**raw_frames: pd.DataFrame):
                               metadata={"not applied": dg.MetadataValue.json(not_applied[:100])})
 
 
-@dg.multi_asset(
-    group_name="items", code_version="2", can_subset=False,
-    outs={
-        "dedup_clusters": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
-                                      description="Near- and exact-duplicate clusters within each benchmark "
-                                                  "(MinHashLSH candidates, exact Jaccard, union-find)."),
-        "contamination": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
-                                     description="Duplicate pairs across benchmarks: reported, never dropped."),
-    },
-    check_specs=[dg.AssetCheckSpec("consistent_gold", asset="dedup_clusters",
-                                   description="duplicates within a benchmark share their gold answer")],
+@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"},
+          partitions_def=benchmark_partitions)
+def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+    """Each item's dedup match keys and MinHash signature (pipeline/dedup/signatures.py), keyed by
+    a hash of the key and the dedup parameters: the rows of the previous build whose key is
+    unchanged are reused, so only new or edited items are hashed."""
+    previous_file = partition_file(paths.lake_dir(), "item_signatures", context.partition_key)
+    previous = pq.read_table(previous_file).to_pylist() if previous_file.is_file() else ()
+    rows, counts = item_signatures_of(schema.records(items), DedupParams(), previous)
+    frame = pd.DataFrame(rows, columns=SIGNATURES_SCHEMA.names)
+    return dg.Output(frame, data_version=content_version(frame, ["item_id", "key_hash", "full_key"]),
+                     metadata={"reused": counts["reused"], "computed": counts["computed"]})
+
+
+@dg.asset(
+    group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
+    partitions_def=benchmark_partitions,
+    check_specs=[partition_check("consistent_gold", "dedup_clusters",
+                                 "duplicates within the benchmark share their gold answer")],
 )
-def dedup(items: pd.DataFrame):
+def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame):
+    """Near- and exact-duplicate clusters within the benchmark (MinHashLSH candidates from the
+    stored signatures, exact Jaccard, union-find)."""
     records = schema.records(items)
-    rows, contamination = cluster(records, DedupParams())
+    rows = clusters_from_signatures(records, item_signatures.to_dict("records"), DedupParams())
     clusters = schema.to_frame(rows, schema.DEDUP_CLUSTERS)
-    yield dg.Output(clusters, output_name="dedup_clusters", metadata={
+    yield dg.Output(clusters, data_version=content_version(clusters), metadata={
         "clusters": int(clusters["cluster_id"].nunique()) if len(clusters) else 0,
         "items in clusters": len(clusters)})
-    pairs = Counter(f"{c['benchmark_a']} x {c['benchmark_b']}" for c in contamination)
-    yield dg.Output(schema.to_frame(contamination, schema.CONTAMINATION), output_name="contamination",
-                    metadata={"pairs": len(contamination), "per benchmark pair": dg.MetadataValue.json(dict(pairs))})
     conflicts = conflicting_clusters(records, rows)
-    yield dg.AssetCheckResult(check_name="consistent_gold", asset_key="dedup_clusters",
-                              passed=not conflicts, severity=dg.AssetCheckSeverity.WARN,
+    yield dg.AssetCheckResult(check_name="consistent_gold", passed=not conflicts, severity=dg.AssetCheckSeverity.WARN,
                               metadata={"conflicting clusters": len(conflicts),
                                         "first 50": dg.MetadataValue.json(conflicts[:50])})
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="2", kinds={"parquet"})
-def item_variants(items: pd.DataFrame, models: ModelsResource) -> pd.DataFrame:
+def _by_benchmark(loaded) -> list[pd.DataFrame]:
+    """The IO manager gives {benchmark: frame} for several partitions, the frame itself when the
+    registry has one benchmark, None when it is missing: the non-empty frames, by benchmark."""
+    by_benchmark = loaded if isinstance(loaded, dict) else {"": loaded} if loaded is not None else {}
+    return [frame for _, frame in sorted(by_benchmark.items()) if len(frame)]
+
+
+@dg.asset(
+    group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
+    # every benchmark's items; one not built yet (not configured, or not run) is simply absent
+    ins={"items": dg.AssetIn("items", metadata={"allow_missing_partitions": True}),
+         "item_signatures": dg.AssetIn("item_signatures", metadata={"allow_missing_partitions": True})},
+    # once after the item partitions a change rebuilds (not once per benchmark), and without
+    # waiting for benchmarks that were never built
+    automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
+)
+def contamination(items, item_signatures) -> dg.Output[pd.DataFrame]:
+    """Duplicate pairs across benchmarks, from the stored signatures: reported, never dropped."""
+    frames = _by_benchmark(items)
+    records = schema.records(pd.concat(frames, ignore_index=True)) if frames else []
+    signature_rows = [row for frame in _by_benchmark(item_signatures) for row in frame.to_dict("records")]
+    pairs = contamination_from_signatures(records, signature_rows, DedupParams()) if records else []
+    frame = schema.to_frame(pairs, schema.CONTAMINATION)
+    per_pair = Counter(f"{c['benchmark_a']} x {c['benchmark_b']}" for c in pairs)
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata={"pairs": len(pairs), "benchmarks": len(frames),
+                               "per benchmark pair": dg.MetadataValue.json(dict(per_pair))})
+
+
+@dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"},
+          partitions_def=benchmark_partitions)
+def item_variants(items: pd.DataFrame, models: ModelsResource) -> dg.Output[pd.DataFrame]:
     """Each item as stored (original), in simplified (OpenCC t2s) and traditional (s2t) script, plus
     any regional form a model asks for (traditional_tw / traditional_hk)."""
     wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
                                             - set(schema.VARIANTS))
-    records = schema.records(items)
-    rows = [make_variant(item, variant) for item in records for variant in wanted]
-    return schema.to_frame(rows, schema.ITEM_VARIANTS)
+    rows = [make_variant(item, variant) for item in schema.records(items) for variant in wanted]
+    frame = schema.to_frame(rows, schema.ITEM_VARIANTS)
+    return dg.Output(frame, data_version=content_version(frame))
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"})
-def prompts(items: pd.DataFrame, item_variants: pd.DataFrame, dedup_clusters: pd.DataFrame,
-            sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+def _prompt_rows(kept: list[dict], variants: list[dict], evaluate: dict, limit: int | None) -> list[dict]:
+    if limit is None:
+        return build_prompt_rows(kept, variants, evaluate)
+    if "limit" not in inspect.signature(build_prompt_rows).parameters:
+        raise TypeError("WENHENG_LIMIT is set, but pipeline.prompts.build_prompt_rows takes no `limit` "
+                        "keyword yet: unset WENHENG_LIMIT (or drop --limit) to build every prompt")
+    return build_prompt_rows(kept, variants, evaluate, limit=limit)
+
+
+@dg.asset(group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
+          partitions_def=benchmark_partitions)
+def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
+            dedup_clusters: pd.DataFrame, sources: SourcesResource) -> dg.Output[pd.DataFrame]:
     """Every item variant of the evaluated splits, rendered under each protocol setting of its
     benchmark (its card's protocol.yaml), leaving out items flagged for data quality unless the
     sources file says `quality: keep`, and within-benchmark duplicates when it says
-    `duplicates: drop`."""
+    `duplicates: drop`; at most WENHENG_LIMIT evaluated items when that is set."""
+    benchmark = context.partition_key
     policy = load_duplicate_policy(sources.path())
-    specs = load_sources(sources.path())
-    evaluate = {name: spec.evaluate for name, spec in specs.items() if spec.evaluate}
-    usable = quality_items(schema.records(items), {name: spec.quality for name, spec in specs.items()})
+    spec = load_sources(sources.path()).get(benchmark)
+    evaluate = {benchmark: spec.evaluate} if spec and spec.evaluate else {}
+    usable = quality_items(schema.records(items), {benchmark: spec.quality} if spec else {})
     kept = evaluation_items(usable, schema.records(dedup_clusters), policy)
     kept_ids = {it["item_id"] for it in kept}
     variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
-    rows = build_prompt_rows(kept, variants, evaluate)
-    frame = schema.to_frame(rows, schema.PROMPTS)
-    per_setting = {f"{b}/{s}": int(n) for (b, s), n in frame.groupby(["benchmark", "setting"]).size().items()}
-    return dg.Output(frame, data_version=_frame_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
+    limit = sources.limit()
+    frame = schema.to_frame(_prompt_rows(kept, variants, evaluate, limit), schema.PROMPTS)
+    per_setting = {str(s): int(n) for s, n in frame.groupby("setting").size().items()}
+    return dg.Output(frame, data_version=content_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,
+                               "limit": limit if limit is not None else "none",
+                               "items asked": int(frame["item_id"].nunique()),
                                "items left out": len(items) - len(kept),
                                "items left out: data quality": len(items) - len(usable),
                                "items left out: duplicates": len(usable) - len(kept)})

@@ -8,7 +8,8 @@ from pathlib import Path
 import dagster as dg
 import pandas as pd
 
-from assets.evaluate import _partition, benchmark_x_model, follow_upstream
+from assets.evaluate import ITEM_STAGE_INS, _partition, after_responses, benchmark_x_model
+from assets.sources import partition_check
 from pipeline import paths, schema
 from pipeline.config import JudgeSpec, load_judges
 from pipeline.judge import reliability
@@ -27,9 +28,9 @@ def _stats(stats: JudgeStats) -> dict[str, int]:
 
 @dg.asset(
     group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
-    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream,
-    check_specs=[dg.AssetCheckSpec("verdict_rate", asset="judgements",
-                                   description="share of judgeable responses with a readable verdict")],
+    kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
+    check_specs=[partition_check("verdict_rate", "judgements", "share of judgeable responses with a readable verdict",
+                                 partitions_def=benchmark_x_model)],
 )
 def judgements(context: dg.AssetExecutionContext, models: ModelsResource, responses: pd.DataFrame,
                items: pd.DataFrame):
@@ -58,7 +59,7 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
 
 @dg.asset(
     group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
-    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream,
+    kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
 def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: pd.DataFrame,
                       scores: pd.DataFrame, responses: pd.DataFrame, items: pd.DataFrame):

@@ -1,30 +1,56 @@
-"""The one Definitions object: assets, resources, jobs, schedule and sensor.
+"""The one Definitions object: assets, resources, jobs, schedule and sensors.
 
 Loaded by `dagster dev -w workspace.yaml` and by `wenheng run` alike."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import warnings
+from pathlib import Path
 
 import dagster as dg
 
 from assets.evaluate import models_partitions, responses, scores
-from assets.items import dedup, item_variants, prompts, standardized_items
+from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
-from assets.sources import raw_assets
+from assets.sources import benchmark_partitions, raw_items
 from assets.warehouse import warehouse
 from pipeline import paths
-from pipeline.config import ConfigError, load_models
-from pipeline.sources.ingest import fingerprint
+from pipeline.config import ConfigError, load_models, load_sources
+from pipeline.corrections import CorrectionsError, load_corrections
+from pipeline.executors import executor_from_env
 from resources.engines import ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 
 # Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
+# The files the resources use, as environment variables the UI shows by name (dg.EnvVar).
+PATH_VARIABLES = {"WENHENG_SOURCES": paths.sources_file, "WENHENG_MODELS": paths.models_file,
+                  "WENHENG_WAREHOUSE": paths.warehouse_file, "WENHENG_CACHE": paths.cache_dir,
+                  "WENHENG_LAKE": paths.lake_dir}
+
+
+def export_path_defaults() -> None:
+    """Each unset path variable gets its default from pipeline.paths, so the EnvVar-configured
+    resources resolve with no environment set up. Called at import and before every run."""
+    for name, default in PATH_VARIABLES.items():
+        if not os.environ.get(name):
+            os.environ[name] = str(default())
+
+
+export_path_defaults()
+
+# The item stages: a run per benchmark partition; contamination (across benchmarks, unpartitioned)
+# follows through its automation condition, or in a run of its own from `wenheng run`.
 prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups("sources", "items"),
-    description="Sources -> items -> dedup -> script variants -> prompts.")
+    description="One benchmark: sources -> items -> dedup clusters -> script variants -> prompts; "
+                "contamination across benchmarks.")
+PER_BENCHMARK = [dg.AssetKey(name) for name in ("raw_items", "items", "quarantine", "corrections_audit",
+                                                "item_signatures", "dedup_clusters", "item_variants", "prompts")]
 evaluate_job = dg.define_asset_job(
     "evaluate", selection=dg.AssetSelection.assets(responses, judgements, scores, judge_reliability),
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
@@ -33,12 +59,24 @@ publish_job = dg.define_asset_job(
     "publish", selection=dg.AssetSelection.assets(warehouse),
     description="Load the lake into data/warehouse.duckdb and build sql/ views.")
 
-# Nightly rebuild of the inputs; responses, scores and the warehouse follow through their
-# eager automation conditions, and the response cache keeps unchanged prompts free.
-nightly_rebuild = dg.ScheduleDefinition(name="nightly_rebuild", job=prepare_job, cron_schedule="0 3 * * *")
+
+def _prepare_requests(benchmarks: list[str], key: str | dict[str, str]) -> list[dg.RunRequest]:
+    """A prepare run per benchmark; contamination then runs once, through its automation condition.
+    `key`: one run key for all, or one per benchmark."""
+    return [dg.RunRequest(run_key=f"{key[b] if isinstance(key, dict) else key}:{b}", partition_key=b,
+                          asset_selection=PER_BENCHMARK) for b in benchmarks]
 
 
-@dg.sensor(minimum_interval_seconds=60, description="Adds a model partition for each entry of models.yaml.")
+@dg.schedule(job=prepare_job, cron_schedule="0 3 * * *",
+             description="Re-reads every benchmark's sources at night; what depends on changed items follows "
+                         "through the automation conditions, and the response cache keeps unchanged prompts free.")
+def nightly_rebuild(context: dg.ScheduleEvaluationContext):
+    return _prepare_requests(benchmark_partitions.get_partition_keys(),
+                             context.scheduled_execution_time.strftime("%Y%m%dT%H%M"))
+
+
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds a model partition for each entry of models.yaml.")
 def models_sensor(context: dg.SensorEvaluationContext):
     try:
         names = sorted(load_models(paths.models_file()))
@@ -51,30 +89,61 @@ def models_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
 
 
+def source_fingerprints(sources_file: Path, corrections_dir: Path) -> dict[str, str]:
+    """Per benchmark, a cheap fingerprint of what its item stages read: its entry in the sources
+    file, its source files (names, sizes, modification times) and the corrections to its items.
+    It changes when that benchmark's data lands, and only then."""
+    specs = load_sources(sources_file)
+    corrections = load_corrections(corrections_dir)
+    prints = {}
+    for benchmark in benchmark_partitions.get_partition_keys():
+        spec = specs.get(benchmark)
+        parts = [repr(spec)]
+        files = [] if spec is None or not spec.path.exists() else \
+            sorted(spec.path.rglob("*")) if spec.path.is_dir() else [spec.path]
+        parts += [f"{f}|{f.stat().st_size}|{f.stat().st_mtime_ns}" for f in files if f.is_file()]
+        parts += [repr(c) for c in corrections if c.item_id.split("/", 1)[0] == benchmark]
+        prints[benchmark] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return prints
+
+
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60,
-           description="Re-runs `prepare` when a source file, the sources file or a corrections file changes; "
-                       "responses, scores and the warehouse follow through their automation conditions.")
+           description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
+                       "changed; responses, scores and the warehouse follow through their automation conditions.")
 def source_changes_sensor(context: dg.SensorEvaluationContext):
     try:
-        current = fingerprint(paths.sources_file(), paths.corrections_dir())
-    except (ConfigError, OSError) as exc:
+        current = source_fingerprints(paths.sources_file(), paths.corrections_dir())
+    except (ConfigError, CorrectionsError, OSError) as exc:
         return dg.SkipReason(f"cannot read the sources: {exc}")
-    if current == context.cursor:
+    try:
+        seen = json.loads(context.cursor or "{}")
+    except ValueError:
+        seen = {}
+    changed = [b for b, value in current.items() if seen.get(b) != value]
+    if not changed:
         return dg.SkipReason("no source or correction has changed")
-    context.update_cursor(current)
-    return dg.RunRequest(run_key=current)
+    context.update_cursor(json.dumps(current, sort_keys=True))
+    return _prepare_requests(changed, current)
 
+
+# Evaluates every asset's automation condition (eager: responses, judgements, scores and the
+# warehouse follow the item stages). Dagster's own default sensor starts stopped; this one runs.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "automation", target=dg.AssetSelection.all(), default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Materializes what the item stages' changes make out of date, each partition once.")
 
 defs = dg.Definitions(
-    assets=[*raw_assets, standardized_items, dedup, item_variants, prompts, responses, judgements, scores,
-            judge_reliability, warehouse],
+    assets=[raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
+            responses, judgements, scores, judge_reliability, warehouse],
     jobs=[prepare_job, evaluate_job, publish_job],
     schedules=[nightly_rebuild],
-    sensors=[models_sensor, source_changes_sensor],
+    sensors=[models_sensor, source_changes_sensor, automation_sensor],
+    # WENHENG_EXECUTOR: in_process (default), multiprocess or k8s (GPUs for the inference-pool steps)
+    executor=executor_from_env([responses, judgements, scores, judge_reliability]),
     resources={
-        "lake": ParquetLakeIOManager(),
-        "sources": SourcesResource(),
-        "models": ModelsResource(),
-        "warehouse_db": WarehouseResource(),
+        "lake": ParquetLakeIOManager(lake_dir=dg.EnvVar("WENHENG_LAKE")),
+        "sources": SourcesResource(sources_file=dg.EnvVar("WENHENG_SOURCES")),
+        "models": ModelsResource(models_file=dg.EnvVar("WENHENG_MODELS"), cache_dir=dg.EnvVar("WENHENG_CACHE")),
+        "warehouse_db": WarehouseResource(database=dg.EnvVar("WENHENG_WAREHOUSE")),
     },
 )

@@ -1,8 +1,10 @@
-"""Running the graph in-process, in three phases that match the three jobs:
-prepare (unpartitioned) -> evaluate (one run per benchmark x model partition) -> publish.
+"""Running the graph in-process, in three phases that match the jobs:
+prepare (one run per requested benchmark, then one for contamination across benchmarks) ->
+evaluate (one run per benchmark x model partition) -> publish.
 
-Runs go into the Dagster instance at $DAGSTER_HOME, so `dagster dev` shows them afterwards.
-Partitions of one model run back to back in this process, so a local model loads once.
+Runs go into the Dagster instance at $DAGSTER_HOME, so `dagster dev` shows them afterwards; every
+run of one `run_pipeline` call carries the tag `wenheng/run=<id>` (filter on it in the UI's run
+list). Partitions of one model run back to back in this process, so a local model loads once.
 
 On a stop request (pipeline.stopping: SIGINT/SIGTERM in `wenheng run`) no further partition or
 publish is launched and the run that was stopped is marked canceled. Each run is tagged with this
@@ -10,15 +12,18 @@ process's pid, so a run left STARTED by a killed process is marked failed at the
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import socket
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import stopping
 
-PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
+PID_TAG, HOST_TAG, RUN_TAG = "wenheng/pid", "wenheng/host", "wenheng/run"
 
 
 @dataclass
@@ -29,6 +34,8 @@ class RunSummary:
     # one line per failed check or step: what failed, with the first errors and their counts
     failures: list[str] = field(default_factory=list)
     stopped: int | None = None   # the signal that stopped the run, if one did
+    run_tag: str = ""            # the value of the wenheng/run tag every Dagster run of this call carries
+    timings: dict[str, float] = field(default_factory=dict)   # phase (prepare, evaluate, publish) -> seconds
 
     def metadata(self, asset: str, partition: str | None = None) -> dict[str, Any]:
         for m in reversed(self.materializations):
@@ -37,16 +44,27 @@ class RunSummary:
         raise KeyError(f"{asset} [{partition}] was not materialized")
 
 
+def new_run_tag() -> str:
+    """A value for the wenheng/run tag: the UTC start time, readable and sortable, plus a few
+    random characters so two invocations in the same second differ."""
+    return f"{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
 def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None = None,
-                 log: Callable[[str], None] = print) -> RunSummary:
+                 log: Callable[[str], None] = print, run_tag: str | None = None) -> RunSummary:
+    """Materialize the requested benchmarks' item stages, each benchmark x model partition, then
+    the warehouse. Other benchmarks' partitions are left as they are."""
     import dagster as dg
 
     from assets.evaluate import models_partitions
-    from pipeline.definitions import defs
+    from assets.sources import benchmark_partitions
+    from pipeline.definitions import defs, export_path_defaults
 
+    export_path_defaults()   # the resources read their files through dg.EnvVar
     instance = dg.DagsterInstance.get()
     fail_orphaned_runs(instance, log)
-    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
+    summary = RunSummary(run_tag=run_tag or new_run_tag())
+    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), RUN_TAG: summary.run_tag}
     known = set(instance.get_dynamic_partitions(models_partitions.name))
     missing = [m for m in models if m not in known]
     if missing:
@@ -56,16 +74,24 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     # Dagster's own console lines (step failures with stack traces) stay in the run history the
     # UI shows; the terminal gets this runner's lines: FAILED, the checks, the error summary.
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-    summary = RunSummary()
 
-    def execute(job_name: str, partition_key=None) -> bool:
-        job = defs.resolve_job_def(job_name)
-        keys = chosen & {k for k in graph.get_all_asset_keys()
-                         if job_name == "prepare" and k.path[0] not in (*EVALUATE_ASSETS, "warehouse")
-                         or job_name == "evaluate" and k.path[0] in EVALUATE_ASSETS
-                         or job_name == "publish" and k.path[0] == "warehouse"}
+    def phase_keys(phase: str) -> set:
+        """The chosen assets of one phase: prepare's per benchmark, prepare's across benchmarks
+        (contamination), evaluate's, publish's."""
+        keys = set()
+        for key in graph.get_all_asset_keys():
+            name = key.path[0]
+            if phase == "publish" and name == "warehouse" or phase == "evaluate" and name in EVALUATE_ASSETS:
+                keys.add(key)
+            elif phase.startswith("prepare") and name not in (*EVALUATE_ASSETS, "warehouse") \
+                    and (graph.get(key).partitions_def == benchmark_partitions) == (phase == "prepare"):
+                keys.add(key)
+        return keys & chosen
+
+    def execute(job_name: str, keys: set, partition_key=None) -> bool:
         if not keys:
             return True
+        job = defs.resolve_job_def(job_name)
         result = job.execute_in_process(instance=instance, partition_key=partition_key, asset_selection=list(keys),
                                         run_config=run_config, raise_on_error=False, tags=tags)
         if not result.success:
@@ -80,12 +106,12 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
             values = {k: v.value for k, v in mat.metadata.items()}
             summary.materializations.append(
                 {"asset": mat.asset_key.to_user_string(), "partition": mat.partition, "metadata": values})
-            shown = {k: v for k, v in values.items() if k in _SHOWN}
+            shown = " ".join(f"{k}={format_value(v)}" for k, v in values.items() if k in _SHOWN)
             log(f"  {mat.asset_key.to_user_string()}{' [' + mat.partition + ']' if mat.partition else ''} {shown}")
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
                 evaluation = event.event_specific_data
-                where = f"{evaluation.asset_key.to_user_string()}{' [' + partition_key + ']' if partition_key else ''}"
+                where = evaluation.asset_key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
                 log(f"  check {evaluation.check_name} on {where} did not pass")
                 meta = {k: v.value for k, v in evaluation.metadata.items()}
                 if "error_rate" in meta:
@@ -99,23 +125,60 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
                     log(f"  FAILED: {event.message}")
         return result.success
 
-    log("prepare: sources -> items -> dedup -> variants -> prompts")
-    summary.ok = execute("prepare")
-    if not summary.ok:
+    def stopped() -> bool:
+        if stopping.stop_requested():
+            summary.ok, summary.stopped = False, stopping.stop_signal()
+        return summary.stopped is not None
+
+    def timed(phase: str, started: float) -> None:
+        summary.timings[phase] = round(summary.timings.get(phase, 0.0) + time.perf_counter() - started, 3)
+
+    log(f"run {RUN_TAG}={summary.run_tag} (filter on this tag in the Dagster UI)")
+    started = time.perf_counter()
+    per_benchmark = phase_keys("prepare")
+    for benchmark in benchmarks if per_benchmark else []:
+        if stopped():
+            return summary
+        log(f"prepare: {benchmark}: sources -> items -> dedup -> variants -> prompts")
+        summary.ok &= execute("prepare", per_benchmark, benchmark)
+    if summary.ok and not stopped() and phase_keys("prepare_across"):
+        log("prepare: contamination across benchmarks")
+        summary.ok &= execute("prepare", phase_keys("prepare_across"))
+    timed("prepare", started)
+    if not summary.ok or stopped():
         return summary
+    started = time.perf_counter()
     for model in models:
-        for benchmark in benchmarks:
-            if stopping.stop_requested():
-                summary.ok, summary.stopped = False, stopping.stop_signal()
+        for benchmark in benchmarks if phase_keys("evaluate") else []:
+            if stopped():
+                timed("evaluate", started)
                 return summary
             log(f"evaluate: {benchmark} x {model}")
-            summary.ok &= execute("evaluate", dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
-    if stopping.stop_requested():
-        summary.ok, summary.stopped = False, stopping.stop_signal()
+            summary.ok &= execute("evaluate", phase_keys("evaluate"),
+                                  dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
+    timed("evaluate", started)
+    if stopped():
         return summary
-    log("publish: warehouse")
-    summary.ok &= execute("publish")
+    started = time.perf_counter()
+    if phase_keys("publish"):
+        log("publish: warehouse")
+        summary.ok &= execute("publish", phase_keys("publish"))
+        timed("publish", started)
     return summary
+
+
+def format_value(value: Any) -> str:
+    """A metadata value for a terminal line: whole numbers as they are, other floats to three
+    decimals without trailing zeros (0.8333 -> 0.833, 1.0000000000000002 -> 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        text = str(value)
+        return f'"{text}"' if not text or any(ch.isspace() for ch in text) else text
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        text = f"{value:.3f}".rstrip("0").rstrip(".")
+        return "0" if text == "-0" else text
+    return str(value)
 
 
 def fail_orphaned_runs(instance, log: Callable[[str], None] = print) -> list[str]:

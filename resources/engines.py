@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -34,11 +35,28 @@ class ModelsResource(dg.ConfigurableResource):
         return open_cache(self.cache_dir or None)
 
 
+LIMIT_ENV = "WENHENG_LIMIT"
+
+
 class SourcesResource(dg.ConfigurableResource):
     sources_file: str = ""  # empty: data/sources.yaml (or WENHENG_SOURCES)
 
     def path(self) -> Path:
         return Path(self.sources_file) if self.sources_file else paths.sources_file()
+
+    def limit(self) -> int | None:
+        """At most this many evaluated items per benchmark (WENHENG_LIMIT, set by `wenheng run
+        --limit`); None when unset. Read at run time, so one definitions object serves every run."""
+        value = os.environ.get(LIMIT_ENV, "").strip()
+        if not value:
+            return None
+        try:
+            limit = int(value)
+        except ValueError:
+            limit = 0
+        if limit < 1:
+            raise dg.Failure(f"{LIMIT_ENV} must be a positive whole number of items (got {value!r})")
+        return limit
 
 
 class WarehouseResource(dg.ConfigurableResource):

@@ -1,5 +1,6 @@
-"""Parquet IO manager: each asset is one parquet file under the lake dir; a partition of a
-benchmark x model asset is `<asset>/<benchmark>/<model>.parquet`. The warehouse reads the same
+"""Parquet IO manager: an unpartitioned asset is `<asset>.parquet` under the lake dir, a
+benchmark partition `<asset>/<benchmark>.parquet` and a benchmark x model partition
+`<asset>/<benchmark>/<model>.parquet`. The warehouse reads the same
 files with DuckDB, so nothing is stored twice.
 
 Every file is written with its table's declared Arrow schema (pipeline/schema.py), never with the
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -22,8 +24,15 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import paths, schema
+from pipeline.dedup import SIGNATURES_SCHEMA
 
-RAW_PREFIX = "raw_"   # every raw_<benchmark> asset holds schema.RAW_ROWS
+RAW_PREFIX = "raw_"   # raw_items holds schema.RAW_ROWS
+
+
+def partition_file(lake_dir: Path, asset: str, *partition: str) -> Path:
+    """Where the lake keeps one partition of an asset (the layout UPathIOManager writes):
+    `items/aceval.parquet`, `responses/aceval/oracle.parquet`."""
+    return lake_dir.joinpath(asset, *partition[:-1], f"{partition[-1]}{ParquetLake.extension}")
 
 
 def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
@@ -32,6 +41,8 @@ def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
     name = asset_key.path[-1]
     if name.startswith(RAW_PREFIX):
         return schema.RAW_ROWS
+    if name == "item_signatures":   # dedup's own table, declared beside the code that fills it
+        return SIGNATURES_SCHEMA
     declared = getattr(schema, name.upper(), None)
     if not isinstance(declared, pa.Schema):
         raise KeyError(f"asset {asset_key.to_user_string()} has no lake schema: pipeline/schema.py must "
@@ -83,5 +94,8 @@ class ParquetLake(dg.UPathIOManager):
 class ParquetLakeIOManager(dg.ConfigurableIOManagerFactory):
     """Files live under data/lake (or WENHENG_LAKE), where the warehouse build reads them."""
 
+    lake_dir: str = ""   # empty: data/lake (or WENHENG_LAKE)
+
     def create_io_manager(self, context: dg.InitResourceContext) -> ParquetLake:
-        return ParquetLake(base_path=UPath(paths.lake_dir()))
+        return ParquetLake(base_path=UPath(Path(self.lake_dir).expanduser().resolve() if self.lake_dir
+                                           else paths.lake_dir()))

@@ -9,20 +9,63 @@ from conftest import ROOT, write_yaml
 
 from pipeline.definitions import defs, models_sensor
 
-DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py"}
+# the Definitions object, the in-process runner, and the executor the definitions are built with
+DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/executors.py"}
+
+
+ITEM_STAGES = ("raw_items", "items", "quarantine", "corrections_audit", "item_signatures", "dedup_clusters", "item_variants",
+               "prompts")
 
 
 def test_definitions_load_with_every_stage():
+    dg.Definitions.validate_loadable(defs)   # every asset, check, job, schedule and sensor renders
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
-    assert {"raw_wenmind", "raw_aceval", "raw_wyweb", "items", "quarantine", "dedup_clusters", "contamination",
-            "item_variants", "prompts", "responses", "scores", "warehouse"} <= keys
+    assert {*ITEM_STAGES, "contamination", "responses", "scores", "warehouse"} <= keys
     for job in ("prepare", "evaluate", "publish"):
         assert defs.resolve_job_def(job)
     assert defs.resolve_schedule_def("nightly_rebuild")
 
 
+def test_item_stages_are_partitioned_by_benchmark():
+    """One partition per benchmark card for every item stage, the checks included; contamination
+    (across benchmarks) reads them all; benchmark x model assets read their benchmark's partition."""
+    from pipeline import benchmarks
+
+    graph = defs.resolve_asset_graph()
+    for name in ITEM_STAGES:
+        assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == list(benchmarks.names()), name
+    assert graph.get(dg.AssetKey("contamination")).partitions_def is None
+    checks = {key.name: graph.get(key).partitions_def for key in graph.asset_check_keys}
+    for name in ("rows_reconcile", "data_quality", "corrections_apply", "consistent_gold"):
+        assert checks[name] == graph.get(dg.AssetKey(ITEM_STAGES[0])).partitions_def, name
+    for name in ("error_rate", "verdict_rate"):
+        assert checks[name] == graph.get(dg.AssetKey("responses")).partitions_def, name
+    responses = graph.get(dg.AssetKey("responses"))
+    for parent in ("items", "prompts"):
+        mapping = graph.get_partition_mapping(dg.AssetKey("responses"), dg.AssetKey(parent))
+        assert isinstance(mapping, dg.MultiToSingleDimensionPartitionMapping) and \
+            mapping.partition_dimension_name == "benchmark", parent
+    assert {"items", "prompts"} <= {k.to_user_string() for k in responses.parent_keys}
+
+
+def test_sensors_run_by_default_and_resources_name_their_variables():
+    """A new model gets partitions and changed data flows on without anyone switching a sensor on;
+    the UI shows which environment variable each resource's file comes from."""
+    sensors = {s.name: s for s in defs.resolve_sensor_defs()} if hasattr(defs, "resolve_sensor_defs") else \
+        {s.name: s for s in defs.get_repository_def().sensor_defs}
+    assert sensors["models_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
+    automation = [s for s in sensors.values() if isinstance(s, dg.AutomationConditionSensorDefinition)]
+    assert automation and all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in automation)
+    named = {(res, field): value for res, fields in {
+        "sources": ["sources_file"], "models": ["models_file", "cache_dir"], "warehouse_db": ["database"],
+        "lake": ["lake_dir"]}.items() for field in fields for value in [getattr(defs.resources[res], field)]}
+    assert all(isinstance(v, dg.EnvVar) for v in named.values()), {k: type(v) for k, v in named.items()}
+    assert {v.env_var_name for v in named.values()} == {"WENHENG_SOURCES", "WENHENG_MODELS", "WENHENG_CACHE",
+                                                "WENHENG_WAREHOUSE", "WENHENG_LAKE"}
+
+
 def test_lineage_reads_left_to_right():
-    """Edges say what each asset is made from: raw_<b> -> items and quarantine, items ->
+    """Edges say what each asset is made from: raw_items -> items and quarantine, items ->
     corrections_audit; the warehouse hangs off the assets nothing else leads to, and still has
     every table it loads upstream of it."""
     from pipeline.warehouse import BASE_TABLES
@@ -40,9 +83,9 @@ def test_lineage_reads_left_to_right():
                 todo.append(parent)
         return seen
 
-    raw = {k.to_user_string() for k in graph.get_all_asset_keys() if k.to_user_string().startswith("raw_")}
-    assert parents("items") == parents("quarantine") == raw
+    assert parents("items") == parents("quarantine") == {"raw_items"}
     assert parents("corrections_audit") == {"items"}
+    assert parents("contamination") == parents("dedup_clusters") == {"items", "item_signatures"}
     deps = parents("warehouse")
     assert set(BASE_TABLES) <= deps | upstream(deps)
     assert not any(dep in upstream(deps - {dep}) for dep in deps)   # none implied by another
@@ -69,17 +112,39 @@ def test_models_sensor_adds_a_partition_per_configured_model(workdir, monkeypatc
         assert list(request.partition_keys) == ["oracle"]
 
 
-def test_source_changes_sensor_fires_when_a_correction_lands(workdir, monkeypatch):
+def test_source_changes_sensor_reruns_only_the_benchmark_that_changed(workdir, monkeypatch):
+    from pipeline import benchmarks
     from pipeline.definitions import source_changes_sensor
 
     corrections = workdir / "corrections"
     corrections.mkdir()
     monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+
+    def tick(cursor):
+        context = dg.build_sensor_context(instance=instance, cursor=cursor)
+        return source_changes_sensor(context), context.cursor
+
     with dg.instance_for_test() as instance:
-        first = source_changes_sensor(dg.build_sensor_context(instance=instance))
-        assert isinstance(first, dg.RunRequest)
-        context = dg.build_sensor_context(instance=instance, cursor=first.run_key)
-        assert isinstance(source_changes_sensor(context), dg.SkipReason)
-        (corrections / "fix.yaml").write_text("corrections: []\n", encoding="utf-8")
-        again = source_changes_sensor(dg.build_sensor_context(instance=instance, cursor=first.run_key))
-        assert isinstance(again, dg.RunRequest) and again.run_key != first.run_key
+        first, cursor = tick(None)   # nothing seen yet: every benchmark
+        assert sorted(r.partition_key for r in first) == sorted(benchmarks.names())
+        assert isinstance(tick(cursor)[0], dg.SkipReason)
+        write_yaml(corrections / "fix.yaml", "corrections:\n  - {item_id: wyweb/dev/irc/0, field: question, "
+                                             "old: a, new: b, reason: test, date: 2026-01-01}\n")
+        again, cursor = tick(cursor)
+        assert [r.partition_key for r in again] == ["wyweb"]   # a WYWEB correction rebuilds WYWEB alone
+        assert again[0].asset_selection and dg.AssetKey("contamination") not in again[0].asset_selection
+        assert isinstance(tick(cursor)[0], dg.SkipReason)
+
+
+def test_nightly_rebuild_asks_a_prepare_run_per_benchmark():
+    import datetime as dt
+
+    from pipeline import benchmarks
+    from pipeline.definitions import nightly_rebuild
+
+    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 22, 3, 0),
+                                        repository_def=defs.get_repository_def())
+    requests = list(nightly_rebuild.evaluate_tick(context).run_requests)
+    assert [r.partition_key for r in requests] == list(benchmarks.names())
+    assert len({r.run_key for r in requests}) == len(requests)

@@ -26,7 +26,9 @@ BENCHMARKS = list(benchmarks.names())
 def baseline_run(workdir, monkeypatch):
     monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
     monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
-    summary = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lambda _: None)
+    lines: list[str] = []
+    summary = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lines.append)
+    summary.lines = lines
     assert summary.ok
     con = duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True)
     yield summary, con
@@ -73,7 +75,7 @@ def test_leaderboard_shows_each_papers_headline_with_n_coverage_and_interval(bas
 
 def test_row_counts_reconcile(baseline_run):
     summary, con = baseline_run
-    raw_rows = sum(summary.metadata(f"raw_{b}")["rows"] for b in BENCHMARKS)
+    raw_rows = sum(summary.metadata("raw_items", b)["rows"] for b in BENCHMARKS)
     items, quarantined = (con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("items", "quarantine"))
     assert items + quarantined == raw_rows > 100
     # default protocol: one setting per benchmark, original script only -> one response per item per model
@@ -82,6 +84,40 @@ def test_row_counts_reconcile(baseline_run):
     assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == 2 * items
     assert con.execute("SELECT count(*) FROM responses WHERE error IS NOT NULL").fetchone()[0] == 0
     assert con.execute("SELECT sum(n_items) FROM model_task_scores").fetchone()[0] == 2 * items
+
+
+def test_one_invocation_is_one_tag_with_timed_phases_and_plain_lines(baseline_run):
+    """Every Dagster run of one run_pipeline call carries its wenheng/run tag (the first line says
+    which); the phases are timed; materialization lines are key=value with rounded numbers."""
+    import dagster as dg
+
+    from pipeline.runner import RUN_TAG
+
+    summary, _ = baseline_run
+    assert summary.lines[0] == f"run {RUN_TAG}={summary.run_tag} (filter on this tag in the Dagster UI)"
+    instance = dg.DagsterInstance.get()
+    tagged = instance.get_runs(filters=dg.RunsFilter(tags={RUN_TAG: summary.run_tag}))
+    # a prepare run per benchmark, one for contamination, one per benchmark x model, the publish
+    assert len(tagged) == len(instance.get_runs()) == len(BENCHMARKS) + 1 + 2 * len(BENCHMARKS) + 1
+    assert set(summary.timings) == {"prepare", "evaluate", "publish"} and all(v > 0 for v in summary.timings.values())
+    shown = [line for line in summary.lines if line.startswith("  scores [")]
+    assert len(shown) == 2 * len(BENCHMARKS)
+    for line in shown:
+        pairs = dict(part.split("=", 1) for part in line.split("] ", 1)[1].split())
+        assert {"rows", "scored", "mean_score"} <= set(pairs) and "{" not in line
+        assert len(pairs["mean_score"].partition(".")[2]) <= 3   # 0.833, not 0.8333333333333334
+
+
+def test_prepare_builds_only_the_requested_benchmarks(workdir, monkeypatch):
+    """`wenheng run --benchmark aceval` leaves the other benchmarks' partitions as they are."""
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+    summary = run_pipeline(["aceval"], ["oracle"], log=lambda _: None)
+    assert summary.ok
+    built = {(m["asset"], m["partition"]) for m in summary.materializations}
+    assert {partition for asset, partition in built if asset == "items"} == {"aceval"}
+    assert sorted(p.name for p in (workdir / "lake" / "items").iterdir()) == ["aceval.parquet"]
+    assert ("contamination", None) in built and ("responses", "aceval|oracle") in built
 
 
 def test_dedup_and_variants_in_the_warehouse(baseline_run):
@@ -187,7 +223,7 @@ def test_drop_policy_leaves_duplicates_out_of_evaluation(workdir, monkeypatch):
     monkeypatch.setenv("WENHENG_SOURCES", str(sources))
     monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
     summary = run_pipeline(["wenmind"], ["oracle"], log=lambda _: None)
-    assert summary.ok and summary.metadata("prompts")["items left out"] == 1
+    assert summary.ok and summary.metadata("prompts", "wenmind")["items left out"] == 1
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         answered = {r[0] for r in con.execute("SELECT item_id FROM responses").fetchall()}
     assert "wenmind/test/function_words/0" in answered and "wenmind/test/function_words/12" not in answered
