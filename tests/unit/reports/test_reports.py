@@ -8,6 +8,7 @@ import math
 import re
 import shutil
 from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 
 import duckdb
@@ -31,7 +32,9 @@ def warehouse(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def report(warehouse, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("report") / "r"
-    index = write_reports(warehouse, out)
+    with pytest.MonkeyPatch.context() as mp:   # the models file the warehouse was built with
+        mp.setenv("WENHENG_MODELS", str(warehouse.parent / "models.yaml"))
+        index = write_reports(warehouse, out)
     assert index == out / "index.html"
     return out
 
@@ -146,6 +149,18 @@ def test_cap_keeps_every_run_and_says_so(warehouse, tmp_path):
     assert "25 of" in (tmp_path / "index.html").read_text(encoding="utf-8")
 
 
+def test_an_empty_warehouse_gives_a_report_that_says_so(warehouse, tmp_path):
+    db = tmp_path / "empty.duckdb"
+    shutil.copy(warehouse, db)
+    with duckdb.connect(str(db)) as con:
+        for table in ("paper_tables", "responses", "scores"):
+            con.execute(f"DELETE FROM {table}")
+    write_reports(db, tmp_path / "out")
+    assert "No paper-table rows in this warehouse yet" in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert embedded((tmp_path / "out" / "samples.html").read_text(encoding="utf-8"))["samples"] == []
+    assert json.loads((tmp_path / "out" / "results.json").read_text(encoding="utf-8"))["results"] == {}
+
+
 def test_text_budget_caps_the_samples_too(warehouse, tmp_path):
     write_reports(warehouse, tmp_path, max_sample_bytes=40_000)
     page = (tmp_path / "samples.html").read_text(encoding="utf-8")
@@ -217,11 +232,17 @@ def test_results_json_from_the_warehouse_alone(report, warehouse):
                     "datasketch"):
         assert package in info["packages"]
     assert info["packages"]["duckdb"] == duckdb.__version__
-    assert re.fullmatch(r"[0-9a-f]{40}", info["git"]["commit"])
+    if (Path(__file__).resolve().parents[3] / ".git").exists():
+        assert re.fullmatch(r"[0-9a-f]{40}", info["git"]["commit"])
     assert set(info["models"]) == {"oracle", "random"}
+    assert info["models"]["random"]["identity"] == {
+        "engine": "baseline", "engine_version": f"wenheng {metadata.version('wenheng')}", "model": "random", "seed": 0}
+    assert info["config"]["models"]["file"] == str(warehouse.parent / "models.yaml")
     with duckdb.connect(str(warehouse), read_only=True) as con:
         lead = con.execute("SELECT benchmark, count(*) FROM paper_tables WHERE headline GROUP BY 1").fetchall()
         files = con.execute("SELECT count(DISTINCT source_file) FROM items WHERE benchmark = 'wyweb'").fetchall()[0][0]
+        answered = con.execute("SELECT count(*) FROM responses WHERE model = 'random'").fetchall()[0][0]
+    assert info["models"]["random"]["responses"] == answered > 0
     assert {b: len(rows) for b, rows in info["results"].items()} == dict(lead)
     wyweb = info["sources"]["wyweb"]
     assert wyweb["versions"] == ["sample-1"] and len(wyweb["files"]) == files
