@@ -150,7 +150,7 @@ def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
         with connect_readonly(warehouse_db.path()) as con:
             frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order",
                                 [bench.name]).df()
-            # the card's table order (tables.yaml), as `wenheng leaderboard <benchmark>` prints them
+            # tables in the order the card declares them (tables.yaml), rows in the paper's order
             frame = frame.sort_values("table_name", key=lambda t: t.map(order), kind="stable")
             return _scores_result(con, frame, "paper_tables")
 
