@@ -169,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", type=int, default=2)
     parser.add_argument("--settings", type=int, default=2)
     parser.add_argument("--keep", help="a folder to keep lake, history and warehouse in")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --keep: publish the lake generated there by an earlier run with the same sizes "
+                             "(history and warehouse start afresh)")
     args = parser.parse_args(argv)
 
     from pipeline.warehouse import publish
@@ -176,16 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     benches = list(benchmark_names())
     models = [f"model-{m:03d}" for m in range(args.models)]
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="wenheng-scale-"))
-    if root.exists() and args.keep:
-        shutil.rmtree(root)
-    root.mkdir(parents=True, exist_ok=True)
     lake, history_dir, db = root / "lake", root / "history", root / "warehouse.duckdb"
+    sizes = root / "sizes.txt"
+    wanted = f"{args.models} {args.items} {args.variants} {args.settings}"
+    reuse = args.reuse and sizes.is_file() and sizes.read_text() == wanted
+    if args.keep:
+        for leftover in ([history_dir, db] if reuse else [root]):
+            if leftover.is_dir():
+                shutil.rmtree(leftover)
+            elif leftover.exists():
+                leftover.unlink()
+    root.mkdir(parents=True, exist_ok=True)
     rows = len(benches) * len(models) * args.items * args.variants * args.settings
     print(f"{len(benches)} benchmarks x {len(models)} models x {args.items:,} items x {args.variants} variants x "
           f"{args.settings} settings = {rows:,} response rows (and as many scores) in {root}", flush=True)
     try:
-        _timed("generate the lake", lambda: write_lake(lake, benches, models, args.items, args.variants,
-                                                       args.settings))
+        if reuse:
+            print(f"  reusing the lake in {lake}")
+        else:
+            _timed("generate the lake", lambda: write_lake(lake, benches, models, args.items, args.variants,
+                                                           args.settings))
+            sizes.write_text(wanted)
         full_s, full = _timed("full publish (no warehouse)", lambda: publish(db, lake, paths.SQL_DIR, history_dir))
         assert full.mode == "full" and full.counts["responses"] == rows, (full.mode, full.counts["responses"])
         same_s, same = _timed("publish, nothing changed", lambda: publish(db, lake, paths.SQL_DIR, history_dir))
