@@ -254,8 +254,8 @@ def test_prompts_leave_flagged_items_out_by_default(workdir, monkeypatch, mcq_ro
     log: list[str] = []
     summary = run_pipeline(["wyweb"], ["oracle"], selection="group:sources or group:items", log=log.append)
     assert summary.ok
-    assert "  check data_quality on items did not pass" in log
-    meta = summary.metadata("prompts")
+    assert "  check data_quality on items [wyweb] did not pass" in log
+    meta = summary.metadata("prompts", "wyweb")
     assert meta["items left out: data quality"] == (0 if keep else 4)
     assert meta["items left out: duplicates"] == 0
     names = {i["item_id"]: place(i) for i in parse_source(SourceSpec("wyweb", mcq_root, "v")).items}
