@@ -3,7 +3,7 @@ evaluate partitions run one at a time (the `inference` pool's limit at 1) agains
 the limit at 2 and 4, each model served by the loopback OpenAI-compatible server with a fixed
 latency per request.
 
-    .venv/bin/python benchmarks/parallel.py [--partitions 4] [--limits 1,2,4] [--latency 0.6]
+    .venv/bin/python benchmarks/parallel.py [--partitions 4] [--limits 1,2,4] [--latency 0.8]
         [--benchmark wyweb] [--concurrency 2]
 
 Everything runs as a parallel deployment does: a temp DAGSTER_HOME holding
@@ -107,13 +107,19 @@ class QueueBench:
         return done.stdout
 
     def start(self) -> None:
-        """Add the model partitions, start the daemon and, while it starts, build the prompts (`prepare`)."""
+        """Add the model partitions, start the daemon and, while it starts, build the prompts."""
         self.instance.add_dynamic_partitions("models", self.models)  # creates the storage before anyone else
         log = open(self.workdir / "daemon.log", "w")  # noqa: SIM115 - closed with the daemon's process
         self.daemon = subprocess.Popen([str(BIN / "dagster-daemon"), "run", "-w", str(self.workspace)],
                                        env=self.env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                                        start_new_session=True)  # its code server and runs share its group
-        self._cli("job", "execute", "-f", str(self.workdir / "scale_defs.py"), "-d", str(ROOT), "-j", "prepare")
+        # the item stages and prompts, the way a user builds them (whatever shape `prepare` has)
+        done = subprocess.run([str(BIN / "wenheng"), "run", "--benchmark", self.benchmark, "--no-report",
+                               "--select", "group:sources or group:items"],
+                              env=self.env, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            output = (done.stdout + done.stderr)[-3000:]
+            raise RuntimeError(f"wenheng run (prepare) failed ({done.returncode}):\n{output}")
         deadline = time.monotonic() + 120
         while "QUEUED_RUN_COORDINATOR" not in self.instance.get_daemon_heartbeats():
             if self.daemon.poll() is not None or time.monotonic() > deadline:
@@ -184,7 +190,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--limits", default="1,2,4", help="inference pool limits to measure, comma-separated")
-    parser.add_argument("--latency", type=float, default=0.6, help="seconds per request at the server")
+    parser.add_argument("--latency", type=float, default=0.8, help="seconds per request at the server")
     parser.add_argument("--benchmark", default="wyweb")
     parser.add_argument("--concurrency", type=int, default=2, help="requests in flight per model")
     args = parser.parse_args()
