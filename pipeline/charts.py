@@ -157,6 +157,8 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
                     empty.append(pos)
                     continue
                 score = float(r["score"])
+                if score == 0:   # a bar of no width: say it is a zero, not a gap
+                    ax.text(1, pos, "0", va="center", fontsize=6, color="#333333")
                 ys.append(pos)
                 xs.append(score)
                 low = score if _missing(r.get("ci_low")) else float(r["ci_low"])

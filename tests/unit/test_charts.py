@@ -55,7 +55,14 @@ def test_unscored_rows_say_so_and_metrics_are_named():
     frame.loc[0, "metric"] = "corpus_bleu"
     texts = svg_texts(charts.paper_table_chart(frame, "t", "svg"))
     assert "done (BLEU)" in texts
-    assert "no score" in texts and "n=8, cov 0%" in texts
+    assert texts.count("no score") == 1 and "n=8, cov 0%" in texts
+    assert texts.count("0") == 1   # the axis tick only: 40 has a bar, no zero label
+
+
+def test_zero_scores_are_labelled():
+    frame = table(["zero", "some"], ["m"], score=lambda r, m: 0.0 if r == 0 else 40.0)
+    texts = svg_texts(charts.paper_table_chart(frame, "t", "svg"))
+    assert texts.count("0") == 2   # the axis tick and the zero bar's label
 
 
 def test_varying_settings_become_separate_series():
