@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -34,8 +33,11 @@ BIN = Path(sys.executable).parent
 INSTANCE_YAML = ROOT / "deploy" / "local-parallel" / "dagster.yaml"
 PHASE_TAG = "wenheng/bench-phase"
 
-# The code location: wenheng's definitions with the executor WENHENG_EXECUTOR names (in_process
-# here: a run's steps share its process), whether or not pipeline/definitions.py sets one itself.
+# The code location: wenheng's assets, checks, jobs and resources with the executor
+# WENHENG_EXECUTOR names (in_process here: a run's steps share its process), whether or not
+# pipeline/definitions.py sets one itself. Its sensors and schedule are left out, and the
+# instance's automation daemon is off (INSTANCE_OVERRIDES), so the daemon launches only the
+# measured runs.
 DEFS_MODULE = """\
 import dagster as dg
 
@@ -44,9 +46,15 @@ from assets.judge import judge_reliability, judgements
 from pipeline import definitions
 from pipeline.executors import executor_from_env
 
-defs = definitions.defs if definitions.defs.executor is not None else dg.Definitions.merge(
-    definitions.defs,
-    dg.Definitions(executor=executor_from_env([responses, judgements, scores, judge_reliability])))
+wenheng = definitions.defs
+defs = dg.Definitions(
+    assets=wenheng.assets, asset_checks=wenheng.asset_checks, jobs=wenheng.jobs, resources=wenheng.resources,
+    executor=wenheng.executor or executor_from_env([responses, judgements, scores, judge_reliability]))
+"""
+INSTANCE_OVERRIDES = """
+auto_materialize:
+  enabled: false
+  use_sensors: false
 """
 
 
@@ -67,7 +75,8 @@ class QueueBench:
         self.workdir, self.benchmark, self.models = Path(workdir), benchmark, models
         self.home = self.workdir / "dagster_home"
         self.home.mkdir(parents=True, exist_ok=True)
-        shutil.copy(INSTANCE_YAML, self.home / "dagster.yaml")
+        (self.home / "dagster.yaml").write_text(INSTANCE_YAML.read_text(encoding="utf-8") + INSTANCE_OVERRIDES,
+                                                encoding="utf-8")
         entries = "".join(f"""  {name}:
     engine: openai
     base_url: {base_url}
