@@ -165,8 +165,8 @@ def test_random_baseline_is_near_chance(workdir, monkeypatch):
 def test_corrections_and_aceval_submission(baseline_run, workdir):
     _, con = baseline_run
     applied = con.execute("""SELECT item_id, field, status FROM corrections_audit""").fetchall()
-    assert ("wyweb/dev/irc/2", "context", "applied") in applied
-    assert not con.execute("SELECT context FROM items WHERE item_id = 'wyweb/dev/irc/2'").fetchone()[0].startswith("<")
+    assert ("wyweb/dev/irc/044cacad15b7", "context", "applied") in applied
+    assert not con.execute("SELECT context FROM items WHERE item_id = 'wyweb/dev/irc/044cacad15b7'").fetchone()[0].startswith("<")
     from pipeline.cli import main
 
     out = workdir / "submission.json"
@@ -239,3 +239,16 @@ def test_robustness_compares_script_variants(workdir, monkeypatch):
         rows = con.execute("SELECT task, n, simplified, traditional, delta FROM robustness").fetchall()
     assert {r[0] for r in rows} == {"historical_facts", "poetry_appreciation", "translation"}
     assert all(r[1] > 0 and abs(r[4] - (r[3] - r[2])) < 1e-9 for r in rows)
+
+
+def test_limit_caps_the_items_asked_per_benchmark(workdir, monkeypatch):
+    """WENHENG_LIMIT (what `wenheng run --limit N` exports): at most N evaluated items per
+    benchmark, recorded in the prompts partition's metadata."""
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+    monkeypatch.setenv("WENHENG_LIMIT", "4")
+    summary = run_pipeline(["wyweb"], ["oracle"], log=lambda _: None)
+    assert summary.ok
+    meta = summary.metadata("prompts", "wyweb")
+    assert meta["limit"] == 4 and meta["items asked"] == 4
+    assert summary.metadata("responses", "wyweb|oracle")["prompts"] == 4   # one setting, original script
