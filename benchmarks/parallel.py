@@ -46,10 +46,14 @@ from assets.judge import judge_reliability, judgements
 from pipeline import definitions
 from pipeline.executors import executor_from_env
 
-wenheng = definitions.defs
-defs = dg.Definitions(
-    assets=wenheng.assets, asset_checks=wenheng.asset_checks, jobs=wenheng.jobs, resources=wenheng.resources,
-    executor=wenheng.executor or executor_from_env([responses, judgements, scores, judge_reliability]))
+
+def without_automation(wenheng: dg.Definitions) -> dg.Definitions:
+    return dg.Definitions(
+        assets=wenheng.assets, asset_checks=wenheng.asset_checks, jobs=wenheng.jobs, resources=wenheng.resources,
+        executor=wenheng.executor or executor_from_env([responses, judgements, scores, judge_reliability]))
+
+
+defs = without_automation(definitions.defs)
 """
 INSTANCE_OVERRIDES = """
 auto_materialize:
