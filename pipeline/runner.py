@@ -144,19 +144,21 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     if summary.ok and not stopped() and phase_keys("prepare_across"):
         log("prepare: contamination across benchmarks")
         summary.ok &= execute("prepare", phase_keys("prepare_across"))
-    timed("prepare", started)
+    if per_benchmark or phase_keys("prepare_across"):
+        timed("prepare", started)
     if not summary.ok or stopped():
         return summary
     started = time.perf_counter()
-    for model in models:
-        for benchmark in benchmarks if phase_keys("evaluate") else []:
+    for model in models if phase_keys("evaluate") else []:
+        for benchmark in benchmarks:
             if stopped():
                 timed("evaluate", started)
                 return summary
             log(f"evaluate: {benchmark} x {model}")
             summary.ok &= execute("evaluate", phase_keys("evaluate"),
                                   dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
-    timed("evaluate", started)
+        timed("evaluate", started)
+        started = time.perf_counter()
     if stopped():
         return summary
     started = time.perf_counter()
