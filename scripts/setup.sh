@@ -11,16 +11,20 @@ python=${PYTHON:-python3}
 stamp=.venv/.wenheng-setup
 want="$target $(cat pyproject.toml scripts/setup.sh | sha256sum | cut -c1-16)"
 
-# The browser tests drive Debian's chromium (Playwright with executable_path: no browser download).
-# Checked before the up-to-date stamp, so a machine that lost it gets it back.
-if [ ! -x /usr/bin/chromium ]; then
+# The browser tests drive Debian's chromium (Playwright with executable_path: no browser download),
+# and the reports' pages and charts draw Chinese with a CJK font (Noto CJK). Checked before the
+# up-to-date stamp, so a machine that lost them gets them back.
+wanted_debs=()
+[ -x /usr/bin/chromium ] || wanted_debs+=(chromium)
+{ command -v fc-list >/dev/null && [ -n "$(fc-list :lang=zh 2>/dev/null)" ]; } || wanted_debs+=(fonts-noto-cjk)
+if [ ${#wanted_debs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "[setup] chromium (Debian package) for the browser tests of the Dagster UI"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
-      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; } \
-      || echo "[setup] could not install chromium: the browser tests will skip (see apt-get's output above)"
+    echo "[setup] ${wanted_debs[*]} (Debian packages) for the browser tests and the reports' Chinese text"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${wanted_debs[@]}" >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${wanted_debs[@]}" >/dev/null; } \
+      || echo "[setup] could not install ${wanted_debs[*]}: the browser tests will skip (see apt-get's output above)"
   else
-    echo "[setup] no /usr/bin/chromium: the browser tests will skip; to run them: sudo apt-get install chromium (WENHENG_REQUIRE_BROWSER=1 makes a missing browser a test failure)"
+    echo "[setup] missing ${wanted_debs[*]}: the browser tests will skip and charts write Chinese labels in ASCII; to get them: sudo apt-get install ${wanted_debs[*]} (WENHENG_REQUIRE_BROWSER=1 makes a missing browser a test failure)"
   fi
 fi
 
