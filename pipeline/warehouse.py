@@ -92,7 +92,7 @@ def build(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None
           full: bool = False) -> dict[str, int]:
     """Publish the lake (and the history under `history_dir`, default `<lake>/../history`) to
     `db_path`, incrementally when the warehouse there was built by this code (`full` forces a
-    whole build). Returns row counts per table and view."""
+    whole build). Returns row counts per table."""
     return publish(db_path, lake_dir, sql_dir, history_dir, full).counts
 
 
@@ -150,8 +150,10 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
         clock.lap("paper_tables")
         con.execute("DELETE FROM _build")
         con.execute("INSERT INTO _build VALUES (?, ?, ?)", [layout, now, "incremental" if incremental else "full"])
+        # tables only: counting a view runs it (score_changes joins the whole history)
         counts = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
-                  for (name,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall()}
+                  for (name,) in con.execute("SELECT table_name FROM information_schema.tables "
+                                             "WHERE table_type = 'BASE TABLE' ORDER BY 1").fetchall()}
         con.execute("CHECKPOINT")   # everything in the file itself, no write-ahead log beside it
         con.close()
         with open(tmp, "rb+") as f:
@@ -434,15 +436,19 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
     for name, bench in cards().items():
         if scope is not None and name not in scope:
             continue
-        models = None if scope is None else scope[name]
-        sql = UNITS_SQL if models is None else _UNITS_TEMPLATE.format(
-            models="model IN (" + ", ".join(_literal(m) for m in sorted(models)) + ")")
-        units = con.execute(sql, {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}).df()
-        if units.empty:
-            continue
-        units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
-        units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
-        frames.append(aggregate.paper_tables(tables[name], name, units))
+        models = scope[name] if scope is not None and scope[name] is not None else {
+            m for (m,) in con.execute("SELECT DISTINCT model FROM responses WHERE benchmark = ?", [name]).fetchall()}
+        judge_tasks = paper_judge_tasks(con, bench)
+        ordered = sorted(models)
+        # a few models at a time: one model's units are all its rows need, and memory stays bounded
+        for chunk in (ordered[i:i + PAPER_MODELS_AT_ONCE] for i in range(0, len(ordered), PAPER_MODELS_AT_ONCE)):
+            sql = _UNITS_TEMPLATE.format(models="model IN (" + ", ".join(_literal(m) for m in chunk) + ")")
+            units = con.execute(sql, {"benchmark": name, "judge_tasks": judge_tasks}).df()
+            if units.empty:
+                continue
+            units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
+            units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
+            frames.append(aggregate.paper_tables(tables[name], name, units))
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=aggregate.PAPER_TABLE_COLUMNS)
     con.register("paper_tables_frame", table)
     if scope is None:
@@ -464,6 +470,7 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
                 "FROM paper_tables WHERE headline ORDER BY benchmark, split, setting, variant, row_order, model")
 
 
+PAPER_MODELS_AT_ONCE = 16
 PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "model": "VARCHAR", "variant": "VARCHAR", "setting": "VARCHAR", "split": "VARCHAR", "capped": "BOOLEAN",
     "benchmark": "VARCHAR", "table_name": "VARCHAR", "title": "VARCHAR", "row_order": "BIGINT",

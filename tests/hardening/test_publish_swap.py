@@ -23,7 +23,8 @@ deadline = time.monotonic() + 300
 while time.monotonic() < deadline:
     try:
         with duckdb.connect(path, read_only=True) as con:
-            tables = con.execute("SELECT count(*) FROM information_schema.tables").fetchone()[0]
+            tables = con.execute("SELECT count(*) FROM information_schema.tables "
+                                 "WHERE table_type = 'BASE TABLE'").fetchone()[0]
             items = con.execute("SELECT count(*) FROM items").fetchone()[0]
             papers = con.execute("SELECT count(*) FROM paper_tables").fetchone()[0]
         opened += 1
