@@ -16,7 +16,7 @@ from assets.evaluate import models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
 from assets.sources import benchmark_partitions, raw_items
-from assets.warehouse import warehouse
+from assets.warehouse import leaderboard, paper_tables_assets, warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models, load_sources
 from pipeline.corrections import CorrectionsError, load_corrections
@@ -56,8 +56,9 @@ evaluate_job = dg.define_asset_job(
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
                 "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
 publish_job = dg.define_asset_job(
-    "publish", selection=dg.AssetSelection.assets(warehouse),
-    description="Load the lake into data/warehouse.duckdb and build sql/ views.")
+    "publish", selection=dg.AssetSelection.groups("warehouse"),
+    description="Load the lake into data/warehouse.duckdb and build sql/ views; the leaderboard and each "
+                "benchmark's paper tables as assets with their scores.")
 
 
 def _prepare_requests(benchmarks: list[str], key: str | dict[str, str]) -> list[dg.RunRequest]:
@@ -134,7 +135,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 
 defs = dg.Definitions(
     assets=[raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
-            responses, judgements, scores, judge_reliability, warehouse],
+            responses, judgements, scores, judge_reliability, warehouse, leaderboard, *paper_tables_assets],
     jobs=[prepare_job, evaluate_job, publish_job],
     schedules=[nightly_rebuild],
     sensors=[models_sensor, source_changes_sensor, automation_sensor],

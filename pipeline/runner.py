@@ -76,16 +76,14 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
     def phase_keys(phase: str) -> set:
-        """The chosen assets of one phase: prepare's per benchmark, prepare's across benchmarks
-        (contamination), evaluate's, publish's."""
-        keys = set()
-        for key in graph.get_all_asset_keys():
-            name = key.path[0]
-            if phase == "publish" and name == "warehouse" or phase == "evaluate" and name in EVALUATE_ASSETS:
-                keys.add(key)
-            elif phase.startswith("prepare") and name not in (*EVALUATE_ASSETS, "warehouse") \
-                    and (graph.get(key).partitions_def == benchmark_partitions) == (phase == "prepare"):
-                keys.add(key)
+        """The chosen assets of one phase, by group: prepare's per benchmark, prepare's across
+        benchmarks (contamination), evaluate's, publish's (the warehouse and its table assets)."""
+        groups = {"prepare": ("sources", "items"), "prepare_across": ("sources", "items"), "evaluate": ("evaluate",),
+                  "publish": ("warehouse",)}[phase]
+        keys = {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
+        if phase.startswith("prepare"):
+            per_benchmark = phase == "prepare"
+            keys = {key for key in keys if (graph.get(key).partitions_def == benchmark_partitions) == per_benchmark}
         return keys & chosen
 
     def execute(job_name: str, keys: set, partition_key=None) -> bool:
@@ -214,5 +212,3 @@ def _alive(pid: int) -> bool:
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
           "output_tokens_per_s", "scored", "mean_score", "pairs", "judged", "judge_calls_sent", "unparseable"}
-# The partitioned assets of the evaluate job, in the order they run.
-EVALUATE_ASSETS = ("responses", "judgements", "scores", "judge_reliability")
