@@ -48,12 +48,12 @@ def _execute(defs, instance, requested: dict[dg.AssetKey, set]) -> None:
     for key, partitions in requested.items():
         for partition in partitions:
             by_partition.setdefault(partition, set()).add(key)
+    graph = defs.resolve_asset_graph()
+    jobs = {"sources": "prepare", "items": "prepare", "evaluate": "evaluate", "warehouse": "publish"}
     for partition, keys in by_partition.items():
         names = {k.path[0] for k in keys}
-        if names <= set(EVALUATE):
-            job, partition_key = "evaluate", benchmark_x_model.get_partition_key_from_str(partition)
-        else:
-            job, partition_key = ("publish" if names == {"warehouse"} else "prepare"), partition
+        (job,) = {jobs[graph.get(k).group_name] for k in keys}
+        partition_key = benchmark_x_model.get_partition_key_from_str(partition) if job == "evaluate" else partition
         result = defs.resolve_job_def(job).execute_in_process(
             instance=instance, partition_key=partition_key, asset_selection=list(keys), raise_on_error=False)
         assert result.success, f"{job} {partition} {sorted(names)}"
