@@ -105,7 +105,8 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
             summary.materializations.append(
                 {"asset": mat.asset_key.to_user_string(), "partition": mat.partition, "metadata": values})
             shown = " ".join(f"{k}={format_value(v)}" for k, v in values.items() if k in _SHOWN)
-            log(f"  {mat.asset_key.to_user_string()}{' [' + mat.partition + ']' if mat.partition else ''} {shown}".rstrip())
+            where = mat.asset_key.to_user_string() + (f" [{mat.partition}]" if mat.partition else "")
+            log(f"  {where} {shown}".rstrip())
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
                 evaluation = event.event_specific_data
