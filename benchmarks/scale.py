@@ -204,13 +204,15 @@ def main(argv: list[str] | None = None) -> int:
         assert full.mode == "full" and full.counts["responses"] == rows, (full.mode, full.counts["responses"])
         same_s, same = _timed("publish, nothing changed", lambda: publish(db, lake, paths.SQL_DIR, history_dir))
         assert same.mode == "incremental" and not same.recorded
-        # one partition answered again: its responses and scores rewritten
-        responses, scores = partition_tables(benches[0], models[0], args.items, args.variants, args.settings, 999)
+        # one partition answered again: its responses and scores rewritten with other answers (a seed
+        # of its own, so a reused lake changes too)
+        responses, scores = partition_tables(benches[0], models[0], args.items, args.variants, args.settings,
+                                             time.time_ns() % 1_000_000_007)
         pq.write_table(responses, lake / "responses" / benches[0] / f"{models[0]}.parquet")
         pq.write_table(scores, lake / "scores" / benches[0] / f"{models[0]}.parquet")
         one_s, one = _timed(f"publish, 1 partition changed ({benches[0]} x {models[0]})",
                             lambda: publish(db, lake, paths.SQL_DIR, history_dir))
-        assert one.mode == "incremental" and one.counts["responses"] == rows
+        assert one.mode == "incremental" and one.counts["responses"] == rows and len(one.recorded) == 2
         leaderboard_s = _query_latency(db, "SELECT * FROM leaderboard")
         paper_s = _query_latency(db, f"SELECT model, row_label, score, ci_low, ci_high FROM paper_tables "
                                      f"WHERE benchmark = '{benches[0]}' AND table_name = 'by_fine_task' "
