@@ -18,13 +18,29 @@ from pipeline.warehouse import connect_readonly
 from resources.engines import WarehouseResource
 
 
+# The side reports change together with the items, whose changes reach the warehouse through
+# judge_reliability after the partitions re-run: reacting to them as well would publish once
+# with the old responses and again with the new ones. (A change that touches only a side report,
+# say a correction gone stale, is published by the next run that changes scores, or `wenheng run`.)
+SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination")
+
+
+def after_evaluation() -> dg.AutomationCondition:
+    """Eager, except that a partition never built upstream (a model not run on some benchmark)
+    does not hold it back forever, and the side reports' updates are not waited on (above)."""
+    updated = dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*SIDE_REPORTS))
+    return (dg.AutomationCondition.eager()
+            .without(~dg.AutomationCondition.any_deps_missing())
+            .replace("any_deps_updated", updated))
+
+
 @dg.asset(
     group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
     # It loads every lake table (BASE_TABLES in pipeline/warehouse.py); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
     # responses, judgements and scores all lead to, and the three side reports no other asset reads.
-    deps=[judge_reliability, "quarantine", "corrections_audit", "contamination"],
-    automation_condition=dg.AutomationCondition.eager(),
+    deps=[judge_reliability, *SIDE_REPORTS],
+    automation_condition=after_evaluation(),
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
                                    description="one rule score row per response row")],
 )

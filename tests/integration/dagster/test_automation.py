@@ -118,6 +118,8 @@ def test_a_changed_benchmark_recomputes_its_partitions_once(built):
     assert all(requests[key] == 1 for key in evaluated), requests   # each once, never twice
     assert not [key for key in requests if key[1] and "wyweb" in key[1]]
     assert requests[("contamination", None)] == 1
+    # published once, with the new scores (not once on the new side reports and again after)
+    assert requests[("warehouse", None)] == 1 and requests[("leaderboard", None)] == 1, requests
     # and then nothing more: the next tick is quiet
     again, _, _ = _ticks(defs, instance, cursor)
     assert again == Counter()
