@@ -17,7 +17,6 @@ from pipeline.warehouse import build as build_warehouse
 from pipeline.warehouse import connect_readonly
 from resources.engines import WarehouseResource
 
-
 # The side reports change together with the items, whose changes reach the warehouse through
 # judge_reliability after the partitions re-run: reacting to them as well would publish once
 # with the old responses and again with the new ones. (A change that touches only a side report,

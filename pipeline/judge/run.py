@@ -121,7 +121,8 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
             break
         batch = [(p, request(spec, identity, p.judged.score_type, with_reminder(prompts, p.judged, attempt)))
                  for p in pending]
-        completions, run = run_with_cache(engine, [req for _, req in batch], cache, log=log)
+        completions, run = run_with_cache(engine, [req for _, req in batch], cache, log=log,
+                                          label=f"judge {spec.model} ({spec.benchmark})")
         stats.calls += run.requested
         stats.cache_hits += run.cache_hits
         stats.sent += run.sent
@@ -242,7 +243,8 @@ def repeat_scores(spec: JudgeSpec, prompts: PromptSet, engine: Engine, picked: I
     out: dict[tuple, list[float | None]] = defaultdict(list)
     if not batch:
         return dict(out), stats
-    completions, run = run_with_cache(engine, [req for _, req, _ in batch], cache, log=log)
+    completions, run = run_with_cache(engine, [req for _, req, _ in batch], cache, log=log,
+                                      label=f"judge {spec.model} repeats ({spec.benchmark})")
     stats.calls, stats.cache_hits, stats.sent = run.requested, run.cache_hits, run.sent
     for key, req, score_type in batch:
         done = completions[req.cache_key]
