@@ -20,7 +20,7 @@ from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
 from pipeline.dedup.signatures import item_signatures as item_signatures_of
 from pipeline.prompts import build_prompt_rows
-from pipeline.script import make_variant
+from pipeline.script import make_variants
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
 from resources.lake import partition_file
@@ -43,8 +43,9 @@ def _previous_items(benchmark: str) -> list[dict] | None:
                                   description="Rows that could not become items, with file, locator and reason."),
         "corrections_audit": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
-            description="One row per correction (applied, stale or unknown item) and per field that "
-                        "changed between two versions of the benchmark's source."),
+            description="One row per correction (applied, stale, out_of_scope or unknown_item), per field "
+                        "that changed between two builds of the benchmark's source (changed_upstream) and "
+                        "per item removed or added (removed_upstream / added_upstream)."),
     },
     # What each output is made from: items and quarantine from the raw rows; the audit from the
     # items (the corrections applied to them, and their diff against the previous build).
@@ -58,10 +59,11 @@ def _previous_items(benchmark: str) -> list[dict] | None:
                      "no item is flagged for data quality (" + "; ".join(QUALITY_FLAGS.values()) + "); flagged "
                      "items are left out of evaluation unless the sources file says quality: keep"))],
 )
-def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFrame):
+def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFrame, sources: SourcesResource):
     benchmark = context.partition_key
+    # the configured sources: corrections scoped to a source path are matched against them
     items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
-                                            _previous_items(benchmark))
+                                            _previous_items(benchmark), sources=load_sources(sources.path()))
     items_frame = schema.to_frame(items, schema.ITEMS)
     yield dg.Output(items_frame, output_name="items",
                     data_version=content_version(items_frame, ["item_id", "content_hash", "answer_hash"]),
@@ -155,7 +157,7 @@ def item_variants(items: pd.DataFrame, models: ModelsResource) -> dg.Output[pd.D
     any regional form a model asks for (traditional_tw / traditional_hk)."""
     wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
                                             - set(schema.VARIANTS))
-    rows = [make_variant(item, variant) for item in schema.records(items) for variant in wanted]
+    rows = make_variants(schema.records(items), wanted)   # a few large OpenCC calls per variant
     frame = schema.to_frame(rows, schema.ITEM_VARIANTS)
     return dg.Output(frame, data_version=content_version(frame))
 
