@@ -101,9 +101,13 @@ def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd
     frame = schema.to_frame(rows, schema.SCORES)
     rule, judge = frame["kind"] == "rule", frame["kind"] == "judge"
     scored, judge_scored = rule & frame["score"].notna(), judge & frame["score"].notna()
+    # A plain mean over this partition's scored rows (every setting and variant together), named
+    # for what it is: the benchmark's own numbers, by its paper's rule, are the paper_tables_<benchmark>
+    # and leaderboard assets.
     return dg.Output(frame, data_version=content_version(frame), metadata={
         "responses": int(rule.sum()), "scored": int(scored.sum()),
-        "mean_score": float(frame.loc[scored, "score"].mean()) if scored.any() else 0.0,
+        "item_mean_rule_score": round(float(frame.loc[scored, "score"].mean()), 4) if scored.any() else None,
         "judged": int(judge.sum()), "judge_scored": int(judge_scored.sum()),
-        "judge_mean_score": float(frame.loc[judge_scored, "score"].mean()) if judge_scored.any() else 0.0,
+        "item_mean_judge_score": (round(float(frame.loc[judge_scored, "score"].mean()), 4)
+                                  if judge_scored.any() else None),
     })

@@ -212,4 +212,4 @@ def _alive(pid: int) -> bool:
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
-          "output_tokens_per_s", "scored", "mean_score", "pairs", "judged", "judge_calls_sent", "unparseable"}
+          "output_tokens_per_s", "scored", "item_mean_rule_score", "pairs", "judged", "judge_calls_sent", "unparseable"}
