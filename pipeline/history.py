@@ -220,9 +220,12 @@ def _connect(db_or_con) -> tuple[duckdb.DuckDBPyConnection, bool]:
     if isinstance(db_or_con, duckdb.DuckDBPyConnection):
         return db_or_con, False
     from pipeline import paths
-    from pipeline.warehouse import connect_readonly
 
-    return connect_readonly(Path(db_or_con) if db_or_con is not None else paths.warehouse_file()), True
+    # opened here, not through pipeline.warehouse, which imports this module
+    db_path = Path(db_or_con) if db_or_con is not None else paths.warehouse_file()
+    if not db_path.is_file():
+        raise FileNotFoundError(f"no warehouse at {db_path}: run `wenheng run` first")
+    return duckdb.connect(str(db_path), read_only=True), True
 
 
 # Latest recording of each snapshot (and model): what a snapshot is compared by.
