@@ -13,8 +13,7 @@ from pipeline import aggregate, paths, report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.charts import paper_table_chart
-from pipeline.warehouse import build as build_warehouse
-from pipeline.warehouse import connect_readonly
+from pipeline.warehouse import connect_readonly, publish
 from resources.engines import WarehouseResource
 
 # The side reports change together with the items, whose changes reach the warehouse through
@@ -48,10 +47,15 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     responses (to the current prompts) and their scores, plus the views and aggregates of sql/ and
     of the benchmark cards (model_task_scores, leaderboard, ...)."""
     db_path = warehouse_db.path()
-    counts = build_warehouse(db_path, paths.lake_dir(), paths.SQL_DIR)
-    context.log.info(f"warehouse {db_path}: {counts}")
-    yield dg.MaterializeResult(metadata={"path": dg.MetadataValue.path(str(db_path)),
-                                         "tables": dg.MetadataValue.json(counts)})
+    result = publish(db_path, paths.lake_dir(), paths.SQL_DIR)
+    counts = result.counts
+    context.log.info(f"warehouse {db_path} ({result.mode}): {counts}")
+    yield dg.MaterializeResult(metadata={
+        "path": dg.MetadataValue.path(str(db_path)), "tables": dg.MetadataValue.json(counts),
+        # incremental: only the lake files that changed since the last publish were reloaded
+        "mode": result.mode, "files reloaded": sum(len(keys) for keys in result.reloaded.values()),
+        "history files written": len(result.recorded),
+        "seconds": dg.MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()})})
     # one rule score per response; judged responses also have a judge row beside it
     with connect_readonly(db_path) as con:
         rule_scores = con.execute("SELECT count(*) FROM scores WHERE coalesce(kind, 'rule') = 'rule'").fetchone()[0]

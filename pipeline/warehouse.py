@@ -24,6 +24,7 @@ import re
 import shutil
 import time
 import uuid
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -449,7 +450,11 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
             units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
             units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
             frames.append(aggregate.paper_tables(tables[name], name, units))
-    table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=aggregate.PAPER_TABLE_COLUMNS)
+    with warnings.catch_warnings():
+        # all-null columns in some frames (a table with no notes): the types come from PAPER_TABLE_TYPES below
+        warnings.simplefilter("ignore", FutureWarning)
+        table = (pd.concat(frames, ignore_index=True) if frames
+                 else pd.DataFrame(columns=aggregate.PAPER_TABLE_COLUMNS))
     con.register("paper_tables_frame", table)
     if scope is None:
         con.execute(f"CREATE OR REPLACE TABLE paper_tables AS SELECT {PAPER_TABLE_TYPES} FROM paper_tables_frame")
