@@ -23,6 +23,7 @@ from typing import Any
 
 from pipeline import stopping
 
+PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset per benchmark card
 PID_TAG, HOST_TAG, RUN_TAG = "wenheng/pid", "wenheng/host", "wenheng/run"
 
 
@@ -84,6 +85,10 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
         if phase.startswith("prepare"):
             per_benchmark = phase == "prepare"
             keys = {key for key in keys if (graph.get(key).partitions_def == benchmark_partitions) == per_benchmark}
+        if phase == "publish":
+            # a benchmark's paper-table asset only when it was evaluated: the others did not change
+            keys = {key for key in keys if not key.path[0].startswith(PAPER_TABLES_PREFIX)
+                    or key.path[0][len(PAPER_TABLES_PREFIX):] in benchmarks}
         return keys & chosen
 
     def execute(job_name: str, keys: set, partition_key=None) -> bool:
