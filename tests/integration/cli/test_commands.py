@@ -76,8 +76,8 @@ def test_a_limited_run_of_one_benchmark_then_tasks_models_query_and_report(env, 
     out = done.stdout + done.stderr
     assert "\r" not in out and "\x1b" not in out   # not a terminal: plain lines only
     assert "[wenheng] at most 4 items per benchmark (--limit / $WENHENG_LIMIT)" in done.stdout
-    # the progress line of each partition, when it ends
-    assert re.search(r"^baseline random: 4/4 answered in \S+ s, [\d,.]+ calls/s, 0 errors$", out, re.M), out
+    # the progress line of each partition, named for it, when it ends
+    assert re.search(r"^aceval x random: 4/4 answered in \S+ s, [\d,.]+ calls/s, 0 errors$", out, re.M), out
     # the table: one row per requested partition, none for the benchmark not asked for
     rows = [re.split(r"\s{2,}", line) for line in done.stdout.splitlines() if line.startswith(("aceval ", "wenmind "))]
     assert [r[:6] for r in rows] == [["aceval", "random", "4", "4", "0", "0"], ["aceval", "oracle", "4", "4", "0", "0"]]
