@@ -12,7 +12,7 @@ benchmarks' own files (default ../shared/upstream, or WENHENG_UPSTREAM), Fùxì 
 bundled samples (data/sources.yaml). Each stage calls the pure functions its asset calls, in the
 asset graph's order and per benchmark partition where the asset is partitioned:
 
-    parse      parse_source -> raw rows                          (raw_<benchmark>)
+    parse      parse_source -> raw rows                          (raw_items[benchmark])
     items      build_items: standardize, corrections             (items, quarantine, audit)
     dedup      item_signatures, clusters_from_signatures         (dedup_clusters, per benchmark)
     contam.    contamination_from_signatures over all benchmarks (contamination)

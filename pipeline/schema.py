@@ -58,7 +58,7 @@ QUARANTINE = pa.schema([
     ("raw", _str),              # the row as read, so nothing is lost
 ])
 
-# What a raw_<benchmark> asset holds: items (before hashing) and quarantined rows in one table;
+# What a raw_items partition (one benchmark) holds: items (before hashing) and quarantined rows in one table;
 # `reason` is null for an item.
 RAW_ROWS = ITEMS.append(QUARANTINE.field("reason")).append(QUARANTINE.field("raw"))
 

@@ -34,7 +34,7 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
                 previous_items: list[dict[str, Any]] | None = None,
                 sources: Mapping[str, Any] | None = None,
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """raw_<benchmark> rows (of every benchmark, or of one) -> (items, quarantine, corrections audit).
+    """raw_items rows (of one benchmark partition, or of several) -> (items, quarantine, corrections audit).
 
     Readable rows are standardized and corrected; rows the adapters rejected and repeated ids go
     to quarantine. `previous_items` (the items as last built: the whole table or one benchmark's
