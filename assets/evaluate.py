@@ -59,6 +59,7 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     """The model's answer to every prompt of the benchmark, served from the response cache where
     the same model, engine parameters, prompt and sampling parameters were seen before."""
     benchmark, model = _partition(context)
+    threshold = max_error_rate()   # read before any model is asked: a bad value fails at once
     spec = models.spec(model)
     engine = models.engine(model)
     items_by_id = {it["item_id"]: it for it in schema.records(items)}
@@ -68,7 +69,7 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
                                             cache, log=context.log.info, label=f"{benchmark} x {model}")
     frame = schema.to_frame(response_rows(model, planned, completions), schema.RESPONSES)
     rate = stats.errors / stats.requested if stats.requested else 0.0
-    passed = rate <= max_error_rate()
+    passed = rate <= threshold
     if passed:  # a failing partition is not written: nothing downstream, nor the warehouse, sees it
         yield dg.Output(frame, metadata={
             "prompts": stats.requested, "cache_hits": stats.cache_hits, "prompts_sent": stats.sent,
@@ -78,7 +79,7 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     first = frame["error"].dropna().value_counts().head(3)
     yield dg.AssetCheckResult(check_name="error_rate", passed=passed, severity=dg.AssetCheckSeverity.ERROR,
                               metadata={"error_rate": rate, "errors": stats.errors, "prompts": stats.requested,
-                                        "threshold": max_error_rate(),
+                                        "threshold": threshold,
                                         "first_errors": "\n".join(f"{n} x {text[:300]}" for text, n in first.items())})
 
 

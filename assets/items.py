@@ -5,7 +5,6 @@ items, clusters, variants and prompts only. `contamination` compares benchmarks 
 so it alone reads every benchmark's items."""
 
 
-import inspect
 from collections import Counter
 
 import dagster as dg
@@ -162,15 +161,6 @@ def item_variants(items: pd.DataFrame, models: ModelsResource) -> dg.Output[pd.D
     return dg.Output(frame, data_version=content_version(frame))
 
 
-def _prompt_rows(kept: list[dict], variants: list[dict], evaluate: dict, limit: int | None) -> list[dict]:
-    if limit is None:
-        return build_prompt_rows(kept, variants, evaluate)
-    if "limit" not in inspect.signature(build_prompt_rows).parameters:
-        raise TypeError("WENHENG_LIMIT is set, but pipeline.prompts.build_prompt_rows takes no `limit` "
-                        "keyword yet: unset WENHENG_LIMIT (or drop --limit) to build every prompt")
-    return build_prompt_rows(kept, variants, evaluate, limit=limit)
-
-
 @dg.asset(group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
@@ -188,7 +178,7 @@ def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variant
     kept_ids = {it["item_id"] for it in kept}
     variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
     limit = sources.limit()
-    frame = schema.to_frame(_prompt_rows(kept, variants, evaluate, limit), schema.PROMPTS)
+    frame = schema.to_frame(build_prompt_rows(kept, variants, evaluate, limit=limit), schema.PROMPTS)
     per_setting = {str(s): int(n) for s, n in frame.groupby("setting").size().items()}
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import dagster as dg
 import pandas as pd
 
+from assets.evaluate import after_responses
 from assets.judge import judge_reliability
 from pipeline import aggregate, paths, report
 from pipeline.benchmarks import cards
@@ -26,10 +27,7 @@ SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination")
 def after_evaluation() -> dg.AutomationCondition:
     """Eager, except that a partition never built upstream (a model not run on some benchmark)
     does not hold it back forever, and the side reports' updates are not waited on (above)."""
-    updated = dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*SIDE_REPORTS))
-    return (dg.AutomationCondition.eager()
-            .without(~dg.AutomationCondition.any_deps_missing())
-            .replace("any_deps_updated", updated))
+    return after_responses(*SIDE_REPORTS).without(~dg.AutomationCondition.any_deps_missing())
 
 
 @dg.asset(

@@ -131,9 +131,11 @@ def settle(state: dict) -> None:
     """The sensor and the automation conditions see the current state (as they would have, polling
     while the CLI built it): the next change is the only thing they react to."""
     from pipeline import paths
-    from pipeline.definitions import source_fingerprints
+    from pipeline.benchmarks import names
+    from pipeline.sources.ingest import source_fingerprints
 
-    state["sensor"] = json.dumps(source_fingerprints(paths.sources_file(), paths.corrections_dir()), sort_keys=True)
+    state["sensor"] = json.dumps(source_fingerprints(paths.sources_file(), paths.corrections_dir(), names()),
+                                  sort_keys=True)
     _, runs, _ = automation_build(state)
     if runs:
         print(f"  (settling the automation ran {runs} runs)", file=sys.stderr)

@@ -4,11 +4,9 @@ Loaded by `dagster dev -w workspace.yaml` and by `wenheng run` alike."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import warnings
-from pathlib import Path
 
 import dagster as dg
 
@@ -18,9 +16,10 @@ from assets.judge import judge_reliability, judgements
 from assets.sources import benchmark_partitions, raw_items
 from assets.warehouse import leaderboard, paper_tables_assets, warehouse
 from pipeline import paths
-from pipeline.config import ConfigError, load_models, load_sources
-from pipeline.corrections import CorrectionsError, load_corrections
+from pipeline.config import ConfigError, load_models
+from pipeline.corrections import CorrectionsError
 from pipeline.executors import executor_from_env
+from pipeline.sources.ingest import source_fingerprints
 from resources.engines import ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 
@@ -90,30 +89,13 @@ def models_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
 
 
-def source_fingerprints(sources_file: Path, corrections_dir: Path) -> dict[str, str]:
-    """Per benchmark, a cheap fingerprint of what its item stages read: its entry in the sources
-    file, its source files (names, sizes, modification times) and the corrections to its items.
-    It changes when that benchmark's data lands, and only then."""
-    specs = load_sources(sources_file)
-    corrections = load_corrections(corrections_dir)
-    prints = {}
-    for benchmark in benchmark_partitions.get_partition_keys():
-        spec = specs.get(benchmark)
-        parts = [repr(spec)]
-        files = [] if spec is None or not spec.path.exists() else \
-            sorted(spec.path.rglob("*")) if spec.path.is_dir() else [spec.path]
-        parts += [f"{f}|{f.stat().st_size}|{f.stat().st_mtime_ns}" for f in files if f.is_file()]
-        parts += [repr(c) for c in corrections if c.item_id.split("/", 1)[0] == benchmark]
-        prints[benchmark] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
-    return prints
-
-
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60,
            description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
                        "changed; responses, scores and the warehouse follow through their automation conditions.")
 def source_changes_sensor(context: dg.SensorEvaluationContext):
     try:
-        current = source_fingerprints(paths.sources_file(), paths.corrections_dir())
+        current = source_fingerprints(paths.sources_file(), paths.corrections_dir(),
+                                      benchmark_partitions.get_partition_keys())
     except (ConfigError, CorrectionsError, OSError) as exc:
         return dg.SkipReason(f"cannot read the sources: {exc}")
     try:

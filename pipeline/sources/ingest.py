@@ -4,10 +4,12 @@ everything ingestion reads (for the sensor that re-runs it when data lands)."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from pathlib import Path
 
 from pipeline.benchmarks import card
 from pipeline.config import SourceSpec, load_sources
+from pipeline.corrections import load_corrections
 from pipeline.sources import fetch
 from pipeline.sources.reading import ParseResult, guarded_file
 
@@ -38,16 +40,19 @@ def parse_source(spec: SourceSpec) -> ParseResult:
     return result
 
 
-def fingerprint(sources_file: Path, corrections_dir: Path) -> str:
-    """A cheap fingerprint of everything ingestion reads: the sources file, each local source path
-    (names, sizes, modification times) and the corrections files. It changes when data lands."""
-    parts = [sources_file.read_bytes()]
-    watched = [spec.path for spec in load_sources(sources_file).values() if spec.path is not None]
-    watched.append(corrections_dir)
-    for root in watched:
-        files = sorted(root.rglob("*")) if root.is_dir() else [root]
-        for file in files:
-            if file.is_file():
-                stat = file.stat()
-                parts.append(f"{file}|{stat.st_size}|{stat.st_mtime_ns}".encode())
-    return hashlib.sha256(b"\n".join(parts)).hexdigest()
+def source_fingerprints(sources_file: Path, corrections_dir: Path, benchmarks: Iterable[str]) -> dict[str, str]:
+    """Per benchmark, a cheap fingerprint of what its item stages read: its entry in the sources
+    file, its source files (names, sizes, modification times) and the corrections to its items.
+    It changes when that benchmark's data lands, and only then."""
+    specs = load_sources(sources_file)
+    corrections = load_corrections(corrections_dir)
+    prints = {}
+    for benchmark in benchmarks:
+        spec = specs.get(benchmark)
+        parts = [repr(spec)]
+        files = [] if spec is None or spec.path is None or not spec.path.exists() else \
+            sorted(spec.path.rglob("*")) if spec.path.is_dir() else [spec.path]
+        parts += [f"{f}|{f.stat().st_size}|{f.stat().st_mtime_ns}" for f in files if f.is_file()]
+        parts += [repr(c) for c in corrections if c.item_id.split("/", 1)[0] == benchmark]
+        prints[benchmark] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return prints
