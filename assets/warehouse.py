@@ -13,7 +13,6 @@ from assets.judge import judge_reliability
 from pipeline import aggregate, paths, report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
-from pipeline.charts import paper_table_chart
 from pipeline.warehouse import connect_readonly, publish
 from resources.engines import WarehouseResource
 
@@ -124,6 +123,9 @@ def _md(text) -> str:
 
 def chart_markdown(frame: pd.DataFrame, title: str) -> str:
     """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources."""
+    # matplotlib is loaded when a chart is drawn, not with the definitions
+    from pipeline.charts import paper_table_chart
+
     png = paper_table_chart(frame, title, "png")
     return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 

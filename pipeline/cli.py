@@ -8,7 +8,6 @@ query, 75 when another run holds the data directories."""
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import signal
 import subprocess
@@ -208,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     rows = partition_rows(summary.materializations)
     if rows:
         print("\n" + summary_table(rows))
-    timings = getattr(summary, "timings", None)
+    timings = summary.timings
     if timings:
         print("time per phase: " + ", ".join(f"{k} {_seconds(v)}" for k, v in timings.items()))
     for line in summary.failures:
@@ -220,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_report:
             # the runner's tag (UTC start time + a few random characters) names the report folder, so
             # a report and the Dagster runs it came from (tag wenheng/run) are found from each other
-            run_id = getattr(summary, "run_tag", "") or make_run_id(started_at)
+            run_id = summary.run_tag
             try:
                 return _write_report(reports_dir() / run_id, after_run=True, run_info=lambda build: {
                     **build(command=["wenheng", *args.argv], started_at=datetime.fromtimestamp(started_at, UTC),
@@ -318,38 +317,21 @@ def report(args: argparse.Namespace) -> int:
 
 def _write_report(out_dir: Path, after_run: bool, run_info=None) -> int:
     """`run_info(build_run_info)` makes the run's facts with pipeline.reports' own builder."""
-    write_reports = _optional("pipeline.reports", "write_reports", "report")
-    info = run_info(_optional("pipeline.reports", "build_run_info", "report")) if run_info else None
-    written = write_reports(paths.warehouse_file(), out_dir, info)
-    html = _html_path(written, out_dir)
+    from pipeline.reports import build_run_info, write_reports
+
+    info = run_info(build_run_info) if run_info else None
+    html = write_reports(paths.warehouse_file(), out_dir, info)
     print(f"\nreport: {html}" if after_run else f"wrote {html}")
     return 0
-
-
-def _html_path(written: Any, out_dir: Path) -> Path:
-    """The report's HTML page: what write_reports returns, else index.html in `out_dir`."""
-    if isinstance(written, str | Path) and str(written).endswith(".html"):
-        return Path(written)
-    return out_dir / "index.html"
 
 
 def diff(args: argparse.Namespace) -> int:
     from pipeline.benchmarks import card
 
     card(args.benchmark)
-    diff_command = _optional("pipeline.history", "diff_command", "diff")
+    from pipeline.history import diff_command
+
     return int(diff_command(args.benchmark, args.from_version, args.to_version) or 0)
-
-
-def _optional(module: str, name: str, command: str):
-    try:
-        return getattr(importlib.import_module(module), name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-    except AttributeError:
-        pass
-    raise UserError(f"`wenheng {command}` is not available in this installation ({module}.{name} is missing)", 1)
 
 
 # -- models, tasks --------------------------------------------------------------------------------
@@ -359,7 +341,8 @@ def list_models(args: argparse.Namespace) -> int:
     from pipeline.engines.registry import build_engine
 
     path = Path(args.models).resolve() if args.models else paths.models_file()
-    models, judges = load_models(path), load_judges(path)
+    models = load_models(path)
+    judges = load_judges(path, models)
     judging: dict[str, list[str]] = {}
     for bench, spec in judges.items():
         judging.setdefault(spec.model, []).append(bench)
@@ -517,11 +500,8 @@ def version_text() -> str:
     return f"wenheng {package_version()}" + (f" (git {commit})" if commit else "")
 
 
-def _seconds(value: Any) -> str:
-    try:
-        return f"{float(value):,.1f} s"
-    except (TypeError, ValueError):
-        return str(value)
+def _seconds(value: float) -> str:
+    return f"{value:,.1f} s"
 
 
 def _print_frame(frame) -> None:

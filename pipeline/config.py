@@ -116,7 +116,7 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     for key in sorted(set(data) - SOURCES_TOP_KEYS, key=str):
         problems.add(f"{path}: {key}: unknown key; expected some of {sorted(SOURCES_TOP_KEYS)}")
     default_quality = problems.check(_quality, data.get("quality", "drop"), f"{path}: quality") or "drop"
-    problems.check(load_duplicate_policy, path)
+    problems.check(_duplicate_policy, data, path)   # the data already read, not the file again
     entries = data.get("benchmarks") or {}
     if not isinstance(entries, dict):
         problems.add(f"{path}: benchmarks: expected a mapping benchmark -> {{path or url, version, ...}} "
@@ -220,7 +220,11 @@ def _quality(value: Any, where: str) -> str:
 def load_duplicate_policy(path: Path) -> str:
     """`duplicates:` in the sources file: `flag` (default; duplicates are only recorded) or `drop`
     (within a benchmark, non-representative duplicates sharing the gold are not evaluated)."""
-    policy = str(_load_yaml(path).get("duplicates", "flag"))
+    return _duplicate_policy(_load_yaml(path), path)
+
+
+def _duplicate_policy(data: dict[str, Any], path: Path) -> str:
+    policy = str(data.get("duplicates", "flag"))
     if policy not in DUPLICATE_POLICIES:
         raise ConfigError(f"{path}: duplicates must be one of {', '.join(DUPLICATE_POLICIES)} (got {policy!r})")
     return policy
@@ -432,11 +436,12 @@ class JudgeSpec:
 JUDGE_KEYS = {"model", "prompts", "max_tokens", "retries", "structured_output", "reliability"}
 
 
-def load_judges(path: Path) -> dict[str, JudgeSpec]:
+def load_judges(path: Path, models: dict[str, ModelSpec] | None = None) -> dict[str, JudgeSpec]:
     """`judges:` of the models file: benchmark -> JudgeSpec; benchmarks not named are not judged.
-    Judge calls run at temperature 0 whatever the judge model's own sampling says."""
+    Judge calls run at temperature 0 whatever the judge model's own sampling says. `models`: the
+    file's models when the caller has loaded them already."""
     data = _load_yaml(path)
-    return _judges(path, data, load_models(path))
+    return _judges(path, data, models if models is not None else load_models(path))
 
 
 def _judges(path: Path, data: dict[str, Any], models: dict[str, ModelSpec]) -> dict[str, JudgeSpec]:

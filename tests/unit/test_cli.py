@@ -47,11 +47,6 @@ def test_run_ids_are_utc_timestamps_with_the_tag_after_them():
     assert cli.make_run_id(1795375800.0, "nightly") == "20261122-193000-nightly"
 
 
-def test_the_report_page_is_what_write_reports_returns_or_index_html(tmp_path):
-    assert cli._html_path(tmp_path / "x" / "index.html", tmp_path) == tmp_path / "x" / "index.html"
-    assert cli._html_path(None, tmp_path) == tmp_path / "index.html"
-
-
 def _actions(parser: argparse.ArgumentParser):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
