@@ -55,9 +55,9 @@ evaluate_job = dg.define_asset_job(
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
                 "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
 publish_job = dg.define_asset_job(
-    "publish", selection=dg.AssetSelection.groups("warehouse"),
-    description="Load the lake into data/warehouse.duckdb and build sql/ views; the leaderboard and each "
-                "benchmark's paper tables as assets with their scores.")
+    "publish", selection=dg.AssetSelection.groups("warehouse") | dg.AssetSelection.assets(contamination),
+    description="Contamination across benchmarks; load the lake into data/warehouse.duckdb and build sql/ "
+                "views; the leaderboard and each benchmark's paper tables as assets with their scores.")
 
 
 def _prepare_requests(benchmarks: list[str], key: str | dict[str, str]) -> list[dg.RunRequest]:
