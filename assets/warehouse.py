@@ -3,14 +3,16 @@ scores it holds as assets the UI shows: `leaderboard` and `paper_tables_<benchma
 
 
 import base64
+import functools
 from collections.abc import Callable
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
 
 from assets.evaluate import after_responses
 from assets.judge import judge_reliability
-from pipeline import aggregate, paths, report
+from pipeline import aggregate, charts, paths, report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.warehouse import connect_readonly, publish
@@ -121,23 +123,28 @@ def _md(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def chart_markdown(frame: pd.DataFrame, title: str) -> str:
-    """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources."""
-    # matplotlib is loaded when a chart is drawn, not with the definitions
-    from pipeline.charts import paper_table_chart
-
-    png = paper_table_chart(frame, title, "png")
+def chart_markdown(frame: pd.DataFrame, title: str, cache_dir: Path | None = None) -> str:
+    """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources.
+    With `cache_dir`, a chart drawn before for the same rows is read from there, not drawn."""
+    png = charts.cached_chart(frame, title, "png", cache_dir)
     return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
-def _scores_result(con, frame: pd.DataFrame, relation: str) -> dg.MaterializeResult:
-    """`frame`'s rows as the UI's Markdown (tables and charts), with the columns of `relation` (the
-    warehouse table or view the asset stands for) and the row count."""
+def chart_cache(db_path: Path) -> Path:
+    """The drawn charts, beside the warehouse: `<warehouse dir>/charts/<sha256>.png`."""
+    return db_path.parent / "charts"
+
+
+def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path) -> dg.MaterializeResult:
+    """`frame`'s rows as the UI's Markdown (tables and charts, unchanged ones from the chart cache),
+    with the columns of `relation` (the warehouse table or view the asset stands for) and the row
+    count."""
     schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=COLUMN_NOTES.get(name))
                                      for name, kind, *_ in con.execute(f'DESCRIBE "{relation}"').fetchall()])
     titles = {name: c.title for name, c in cards().items()}
+    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path))
     return dg.MaterializeResult(metadata={
-        "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart_markdown)),
+        "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
         "dagster/column_schema": schema, "dagster/row_count": len(frame),
     })
@@ -151,9 +158,10 @@ def leaderboard(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
     """Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as
     `wenheng leaderboard` prints them): per model the score x100 with its 95% interval, n scored
     / items and coverage, and a bar chart per benchmark (metadata `scores`)."""
-    with connect_readonly(warehouse_db.path()) as con:
+    db_path = warehouse_db.path()
+    with connect_readonly(db_path) as con:
         frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
-        return _scores_result(con, frame, "leaderboard")
+        return _scores_result(con, frame, "leaderboard", db_path)
 
 
 def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
@@ -166,12 +174,13 @@ def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
     )
     def _asset(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
         order = {spec.name: i for i, spec in enumerate(aggregate.load_tables(bench.folder / "tables.yaml").tables)}
-        with connect_readonly(warehouse_db.path()) as con:
+        db_path = warehouse_db.path()
+        with connect_readonly(db_path) as con:
             frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order",
                                 [bench.name]).df()
             # tables in the order the card declares them (tables.yaml), rows in the paper's order
             frame = frame.sort_values("table_name", key=lambda t: t.map(order), kind="stable")
-            return _scores_result(con, frame, "paper_tables")
+            return _scores_result(con, frame, "paper_tables", db_path)
 
     return _asset
 

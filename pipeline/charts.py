@@ -11,25 +11,32 @@ stays text (`svg.fonttype: none`): a tenth of the size of glyph paths, and selec
 Labels must not turn into tofu boxes: characters no installed font can draw (CJK on a machine
 without a CJK font) are written as ASCII instead (accents dropped, other characters as \\uXXXX);
 the HTML tables beside the chart keep the real names.
+
+Drawing costs a quarter of a second a chart (and matplotlib's import half a second), while a
+publish usually leaves most tables as they were: `cached_chart` keeps each chart in a
+content-addressed folder, `<sha256 of what is drawn>.<fmt>`, and draws only a table whose chart is
+not there. What is drawn: the columns of the rows the chart reads, in their order, the title and
+the format; and how: this module's source, the matplotlib and Pillow versions and matplotlib's
+font list (which fonts draw the labels). matplotlib is imported only when a chart is drawn.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
+import os
 import re
+import time
 import unicodedata
+import uuid
 from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
 from typing import Literal
 
 import pandas as pd
-from matplotlib import font_manager, rc_context
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ft2font import FT2Font
-from matplotlib.patches import Patch, PathPatch
-from matplotlib.path import Path as MplPath
-from PIL import Image
 
 # Fonts that draw CJK, most complete first; whichever is installed is put ahead of DejaVu Sans.
 CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK JP", "Source Han Sans SC",
@@ -45,6 +52,9 @@ MAX_LABEL = 42
 @lru_cache(maxsize=1)
 def fonts() -> tuple[tuple[str, ...], frozenset[int]]:
     """(font families to use, the code points they can draw between them)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
     installed = {f.name: f.fname for f in font_manager.fontManager.ttflist}
     families = [name for name in CJK_FAMILIES if name in installed][:1] + [BASE_FAMILY]
     covered: set[int] = set()
@@ -115,6 +125,97 @@ def _coverage_text(part: pd.DataFrame) -> str:
     return f"n={n}, cov {shown}"
 
 
+# ---- the cache of drawn charts -----------------------------------------------------------------
+
+# The `paper_tables` columns a chart reads (whichever the frame has): the key of a cached chart.
+DRAWN_COLUMNS = ("model", "split", "setting", "variant", "capped", "row_label", "metric", "row_order", "score",
+                 "value", "ci_low", "ci_high", "n_items", "coverage")
+# A cached chart not used for this long is removed when another is written.
+CACHE_DAYS = 30
+
+
+def cached_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"], cache_dir: Path | None) -> bytes:
+    """`paper_table_chart(frame, title, fmt)`, from `cache_dir` when the same chart was drawn before
+    (None: always drawn). A cache that cannot be written is skipped, not an error."""
+    if cache_dir is None:
+        return paper_table_chart(frame, title, fmt)
+    path = Path(cache_dir) / f"{chart_key(frame, title, fmt)}.{fmt}"
+    try:
+        data = path.read_bytes()
+        os.utime(path)   # used: kept by _prune
+        return data
+    except OSError:
+        pass
+    data = paper_table_chart(frame, title, fmt)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)   # whole or absent: a concurrent reader never sees half a chart
+        _prune(path.parent)
+    except OSError:
+        pass
+    return data
+
+
+def chart_key(frame: pd.DataFrame, title: str, fmt: str) -> str:
+    """sha256 of what the chart shows (the title, the format and the rows' drawn columns: a set,
+    as the chart orders rows and bars itself, and a query's order of equal keys may vary) and of
+    how it is drawn (this module, the libraries, the fonts)."""
+    columns = [column for column in DRAWN_COLUMNS if column in frame]
+    rows = sorted(json.dumps(row, ensure_ascii=False, default=_json_value)
+                  for row in zip(*(frame[column].tolist() for column in columns)))
+    text = json.dumps([_drawing(), _font_list(), fmt, title, columns, rows], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _json_value(value):
+    return value.item() if hasattr(value, "item") else str(value)   # numpy scalars, pd.NA
+
+
+@lru_cache(maxsize=1)
+def _drawing() -> list[str]:
+    """This module's source and the versions of the libraries that draw and compress."""
+    versions = []
+    for dist in ("matplotlib", "pillow"):
+        try:
+            versions.append(metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            versions.append("-")
+    return [hashlib.sha256(Path(__file__).read_bytes()).hexdigest(), *versions]
+
+
+def _font_list() -> list:
+    """matplotlib's font cache files (name, size, mtime): the fonts it draws with are read from
+    them, so a font it newly finds changes the key. Looked up where matplotlib keeps them, without
+    importing it."""
+    home = Path.home()
+    for folder in (os.environ.get("MPLCONFIGDIR"),
+                   os.environ.get("XDG_CACHE_HOME") and Path(os.environ["XDG_CACHE_HOME"]) / "matplotlib",
+                   home / ".cache" / "matplotlib", home / ".matplotlib"):
+        if folder and Path(folder).is_dir():
+            found = []
+            for f in sorted(Path(folder).glob("fontlist-*.json")):
+                st = f.stat()
+                found.append([f.name, st.st_size, st.st_mtime_ns])
+            if found:
+                return found
+    return []
+
+
+def _prune(cache_dir: Path) -> None:
+    """Remove the charts not used for CACHE_DAYS (and temporary files left by a crash)."""
+    cutoff = time.time() - CACHE_DAYS * 86400
+    for f in cache_dir.iterdir():
+        try:
+            if f.stat().st_mtime < cutoff:
+                f.unlink()
+        except OSError:   # removed meanwhile by another publish
+            continue
+
+
+# ---- drawing ------------------------------------------------------------------------------------
+
 def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"] = "svg") -> bytes:
     """A grouped horizontal bar chart of one paper table: a group per row (task), a bar per model.
 
@@ -132,6 +233,10 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
     rows = list(dict.fromkeys(frame.sort_values(sort_keys, kind="stable")["_row"] if sort_keys else frame["_row"]))
     series = sorted(frame["_series"].unique())
     families, _ = fonts()
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch
 
     bar = 0.8 / len(series)
     height = max(2.2, 0.9 + len(rows) * max(0.32, 0.2 * len(series)))
@@ -192,6 +297,9 @@ def _bars(ax, ys: list[float], xs: list[float], lo: list[float], hi: list[float]
           colour: str) -> None:
     """One series' bars as one compound path and its error bars (with caps) as another: two SVG
     elements per model however many rows, where barh + errorbar write four per bar."""
+    from matplotlib.patches import PathPatch
+    from matplotlib.path import Path as MplPath
+
     half, cap = thickness / 2, min(thickness / 2, 0.15)
     boxes, whiskers = [], []
     for y, x, low, high in zip(ys, xs, lo, hi):
@@ -218,6 +326,8 @@ def _compact_svg(svg: bytes) -> bytes:
 def _compact_png(png: bytes) -> bytes:
     """A palette PNG: the chart has a handful of flat colours plus anti-aliasing, so 64 colours look
     the same at a third of the size."""
+    from PIL import Image
+
     with Image.open(io.BytesIO(png)) as image:
         out = io.BytesIO()
         image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import html
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 from pipeline import charts
 
@@ -95,3 +100,52 @@ def test_bad_format_and_empty_frame_are_errors():
         charts.paper_table_chart(table(["a"], ["m"]), "t", "jpg")
     with pytest.raises(ValueError, match="no rows"):
         charts.paper_table_chart(table([], ["m"]), "t", "png")
+
+
+# ---- the chart cache -------------------------------------------------------------------------------
+
+def test_a_cached_chart_is_not_drawn_again_and_a_changed_value_is(tmp_path, monkeypatch):
+    drawn = []
+    draw = charts.paper_table_chart
+    monkeypatch.setattr(charts, "paper_table_chart", lambda *a: drawn.append(a[1]) or draw(*a))
+    frame = table(["reading", "writing"], ["oracle", "random"])
+    first = charts.cached_chart(frame, "Table 1", "png", tmp_path)
+    assert first == draw(frame, "Table 1", "png") and len(drawn) == 1
+    assert [p.name for p in tmp_path.iterdir()] == [f"{charts.chart_key(frame, 'Table 1', 'png')}.png"]
+    # the same rows (in any order, with other columns beside them): read back, not drawn
+    shuffled = frame.iloc[::-1].assign(note="not drawn")
+    assert charts.cached_chart(shuffled, "Table 1", "png", tmp_path) == first and len(drawn) == 1
+    # a changed score, title or format is another chart
+    changed = frame.assign(score=frame["score"].where(frame.index != 0, 12.5))
+    assert charts.cached_chart(changed, "Table 1", "png", tmp_path) != first and len(drawn) == 2
+    charts.cached_chart(frame, "Table 1 (new title)", "png", tmp_path)
+    charts.cached_chart(frame, "Table 1", "svg", tmp_path)
+    assert len(drawn) == 4 and len(list(tmp_path.iterdir())) == 4
+    # no cache folder: always drawn
+    charts.cached_chart(frame, "Table 1", "png", None)
+    assert len(drawn) == 5
+
+
+def test_reading_a_cached_chart_does_not_import_matplotlib(tmp_path):
+    frame = table(["reading"], ["oracle"])
+    png = charts.cached_chart(frame, "t", "png", tmp_path)
+    frame.to_pickle(tmp_path / "frame.pkl")
+    script = (f"import sys, pandas as pd; from pipeline import charts; "
+              f"frame = pd.read_pickle({str(tmp_path / 'frame.pkl')!r}); "
+              f"png = charts.cached_chart(frame, 't', 'png', {str(tmp_path)!r}); "
+              f"sys.stdout.buffer.write(png); assert 'matplotlib' not in sys.modules and 'PIL' not in sys.modules")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, cwd=ROOT, check=True)
+    assert out.stdout == png
+
+
+def test_charts_not_used_for_a_month_are_pruned_and_an_unwritable_cache_is_skipped(tmp_path):
+    old = tmp_path / f"{'0' * 64}.png"
+    old.write_bytes(b"old")
+    month_ago = time.time() - (charts.CACHE_DAYS + 1) * 86400
+    os.utime(old, (month_ago, month_ago))
+    frame = table(["reading"], ["oracle"])
+    charts.cached_chart(frame, "t", "png", tmp_path)
+    assert not old.exists() and len(list(tmp_path.iterdir())) == 1
+    blocked = tmp_path / "file"
+    blocked.write_bytes(b"")   # a file where the folder should be: nothing cached, the chart still drawn
+    assert charts.cached_chart(frame, "t", "png", blocked / "charts").startswith(b"\x89PNG")
