@@ -6,9 +6,11 @@ registry), so a change to one benchmark's files or corrections rebuilds only its
 import warnings
 
 import dagster as dg
+import pandas as pd
 
 from pipeline import benchmarks, schema
 from pipeline.config import load_sources
+from pipeline.sources.digest import frame_digest
 from pipeline.sources.ingest import parse_source
 from pipeline.sources.reading import rows_accounted
 from resources.engines import SourcesResource
@@ -24,10 +26,10 @@ def partition_check(name: str, asset: str, description: str, **kwargs) -> dg.Ass
                                  description=description, **kwargs)
 
 
-def content_version(frame, columns: list[str] | None = None) -> dg.DataVersion:
-    """Data version from content, so an unchanged partition does not mark its downstream stale."""
-    values = frame[columns] if columns else frame
-    return dg.DataVersion(schema.stable_hash(values.astype(str).values.tolist()))
+def content_version(frame: pd.DataFrame, columns: list[str] | None = None) -> dg.DataVersion:
+    """Data version from content, so an unchanged partition does not mark its downstream stale
+    (pipeline/sources/digest.py: vectorised, column by column)."""
+    return dg.DataVersion(frame_digest(frame, columns))
 
 
 def eager_on_changed_data() -> dg.AutomationCondition:
