@@ -9,10 +9,11 @@ from collections import Counter
 
 import dagster as dg
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
-from pipeline import paths, schema
+from pipeline import benchmarks, paths, schema
 from pipeline.config import load_duplicate_policy, load_sources
 from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
@@ -120,32 +121,38 @@ def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame):
                                         "first 50": dg.MetadataValue.json(conflicts[:50])})
 
 
-def _by_benchmark(loaded) -> list[pd.DataFrame]:
-    """The IO manager gives {benchmark: frame} for several partitions, the frame itself when the
-    registry has one benchmark, None when it is missing: the non-empty frames, by benchmark."""
-    by_benchmark = loaded if isinstance(loaded, dict) else {"": loaded} if loaded is not None else {}
-    return [frame for _, frame in sorted(by_benchmark.items()) if len(frame)]
+def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
+    """The non-empty lake files of every benchmark partition of `asset` built so far, by
+    benchmark name, read for `columns` only (a partition not built yet is simply absent)."""
+    files = (partition_file(paths.lake_dir(), asset, name) for name in sorted(benchmarks.names()))
+    tables = (pq.read_table(file, columns=columns) for file in files if file.is_file())
+    return [table for table in tables if table.num_rows]
+
+
+# What contamination reads of the items: who they are, where, and the hashes exact copies share.
+_CONTAMINATION_COLUMNS = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
 
 
 @dg.asset(
     group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
-    # every benchmark's items; one not built yet (not configured, or not run) is simply absent
-    ins={"items": dg.AssetIn("items", metadata={"allow_missing_partitions": True}),
-         "item_signatures": dg.AssetIn("item_signatures", metadata={"allow_missing_partitions": True})},
+    # every benchmark's items and signatures, read from the lake for the columns it compares (not
+    # loaded whole through the IO manager); one not built yet (not configured, or not run) is absent
+    deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures")],
     # once after the item partitions a change rebuilds (not once per benchmark), and without
     # waiting for benchmarks that were never built
     automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
 )
-def contamination(items, item_signatures) -> dg.Output[pd.DataFrame]:
+def contamination() -> dg.Output[pd.DataFrame]:
     """Duplicate pairs across benchmarks, from the stored signatures: reported, never dropped."""
-    frames = _by_benchmark(items)
-    records = schema.records(pd.concat(frames, ignore_index=True)) if frames else []
-    signature_rows = [row for frame in _by_benchmark(item_signatures) for row in frame.to_dict("records")]
-    pairs = contamination_from_signatures(records, signature_rows, DedupParams()) if records else []
+    items = _built_partitions("items", _CONTAMINATION_COLUMNS)
+    records = pa.concat_tables(items).to_pylist() if items else []
+    signatures = _built_partitions("item_signatures", ["item_id", "key_hash", "key", "full_key", "minhash"])
+    pairs = contamination_from_signatures(records, pa.concat_tables(signatures) if signatures else [],
+                                          DedupParams()) if records else []
     frame = schema.to_frame(pairs, schema.CONTAMINATION)
     per_pair = Counter(f"{c['benchmark_a']} x {c['benchmark_b']}" for c in pairs)
     return dg.Output(frame, data_version=content_version(frame),
-                     metadata={"pairs": len(pairs), "benchmarks": len(frames),
+                     metadata={"pairs": len(pairs), "benchmarks": len(items),
                                "per benchmark pair": dg.MetadataValue.json(dict(per_pair))})
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from pipeline.dedup.keys import item_text, match_keys, strip_templates
 from pipeline.dedup.minhash import candidate_pairs, shingle_hashes, signatures, verified_pairs
@@ -128,11 +129,22 @@ class _Stopwatch:
 
 
 def exact_duplicate_groups(items: Sequence[dict[str, Any]]) -> list[list[int]]:
-    """Items with the same question, context, choices and answer (field matching on hashes)."""
-    groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, it in enumerate(items):
-        groups[(it.get("content_hash") or content_hash(it), it.get("answer_hash") or answer_hash(it))].append(i)
-    return [members for members in groups.values() if len(members) > 1]
+    """Items with the same question, context, choices and answer (field matching on hashes): the
+    groups of two or more, in the order of their first item, each in item order."""
+    if not items:
+        return []
+    contents = [it.get("content_hash") or content_hash(it) for it in items]
+    # one string per item (its length prefix keeps the pair apart), not a tuple: no objects for
+    # the garbage collector to walk
+    keys = np.array([f"{len(c)}:{c}{it.get('answer_hash') or answer_hash(it)}" for c, it in zip(contents, items)],
+                    dtype=object)
+    codes = pd.factorize(keys)[0]   # numbered in order of first appearance
+    repeated = np.flatnonzero(np.bincount(codes)[codes] > 1)
+    if not len(repeated):
+        return []
+    ordered = repeated[np.argsort(codes[repeated], kind="stable")]
+    cuts = np.flatnonzero(np.diff(codes[ordered])) + 1
+    return [group.tolist() for group in np.split(ordered, cuts)]
 
 
 def cluster(items: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS,
@@ -156,19 +168,13 @@ def cluster(items: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS,
     for i, j, sim in analysis.duplicates:
         uf.union(i, j)
         best[i], best[j] = max(best[i], sim), max(best[j], sim)
-    exact_across = []
     for group in analysis.exact:
-        per_benchmark: dict[str, list[int]] = defaultdict(list)
-        for i in group:
-            per_benchmark[benchmark[i]].append(i)
-        for part in per_benchmark.values():
+        for part in _by_benchmark(group, benchmark):
             if len(part) > 1:
                 for i in part[1:]:
                     uf.union(part[0], i)
                 best[part] = 1.0
                 exact_members.update(part)
-        exact_across += [(min(i, j), max(i, j), 1.0) for a, b in _pairs(list(per_benchmark.values()))
-                         for i in a for j in b]
     members: dict[int, list[int]] = defaultdict(list)
     for i in range(len(items)):
         members[uf.find(i)].append(i)
@@ -184,7 +190,21 @@ def cluster(items: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS,
                 "max_jaccard": float(best[i]), "exact_duplicate": i in exact_members,
             })
     rows.sort(key=lambda r: (r["benchmark"], r["cluster_id"], r["item_id"]))
-    return rows, contamination_rows(items, analysis.contamination + exact_across)
+    return rows, contamination_rows(items, analysis.contamination + exact_across(analysis.exact, benchmark))
+
+
+def _by_benchmark(group: list[int], benchmark: Sequence[str]) -> list[list[int]]:
+    per_benchmark: dict[str, list[int]] = defaultdict(list)
+    for i in group:
+        per_benchmark[benchmark[i]].append(i)
+    return list(per_benchmark.values())
+
+
+def exact_across(exact: Sequence[list[int]], benchmark: Sequence[str]) -> list[tuple[int, int, float]]:
+    """The pairs of exact duplicates (groups of item indices) whose items are in different
+    benchmarks, (i, j, 1.0) with i < j."""
+    return [(min(i, j), max(i, j), 1.0) for group in exact for a, b in _pairs(_by_benchmark(group, benchmark))
+            for i in a for j in b]
 
 
 def contamination_rows(items: Sequence[dict[str, Any]], pairs: Sequence[tuple[int, int, float]]

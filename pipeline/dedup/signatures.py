@@ -22,9 +22,18 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
-from pipeline.dedup.clusters import Analysis, _classify, _Stopwatch, cluster, exact_duplicate_groups
+from pipeline.dedup.clusters import (
+    Analysis,
+    _classify,
+    _Stopwatch,
+    cluster,
+    contamination_rows,
+    exact_across,
+    exact_duplicate_groups,
+)
 from pipeline.dedup.keys import item_text, match_keys, strip_templates
 from pipeline.dedup.minhash import candidate_pairs, shingle_hashes, signatures, verified_pairs
 from pipeline.dedup.params import DedupParams
@@ -70,53 +79,73 @@ def item_signatures(records: Sequence[dict[str, Any]], params: DedupParams = _DE
     return rows, counts
 
 
-def clusters_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+def clusters_from_signatures(records: Sequence[dict[str, Any]], signature_rows: SignatureRows,
                              params: DedupParams = _DEFAULTS) -> list[dict[str, Any]]:
     """`cluster(records, params)[0]`: the duplicate clusters within each benchmark."""
     return cluster(records, params, analysis_from_signatures(records, signature_rows, params, "within"))[0]
 
 
-def contamination_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+def contamination_from_signatures(records: Sequence[dict[str, Any]], signature_rows: SignatureRows,
                                   params: DedupParams = _DEFAULTS) -> list[dict[str, Any]]:
-    """`cluster(records, params)[1]`: the contamination pairs across benchmarks."""
-    return cluster(records, params, analysis_from_signatures(records, signature_rows, params, "across"))[1]
+    """`cluster(records, params)[1]`: the contamination pairs across benchmarks. Records need only
+    item_id, benchmark, task, content_hash and answer_hash."""
+    analysis = analysis_from_signatures(records, signature_rows, params, "across")
+    benchmark = [it["benchmark"] for it in records]
+    return contamination_rows(records, analysis.contamination + exact_across(analysis.exact, benchmark))
 
 
-def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: Iterable[dict[str, Any]],
+# Signature rows as dicts (SIGNATURES_SCHEMA's shape), or the same columns as a pandas frame or an
+# Arrow table (as the lake stores them), which are read column by column.
+SignatureRows = Iterable[dict[str, Any]] | pd.DataFrame | pa.Table
+_COLUMNS = ("item_id", "key_hash", "key", "full_key", "minhash")
+
+
+def _signature_columns(signature_rows: SignatureRows) -> dict[str, list]:
+    if isinstance(signature_rows, pa.Table):
+        return {name: signature_rows.column(name).to_pylist() for name in _COLUMNS}
+    if isinstance(signature_rows, pd.DataFrame):
+        return {name: signature_rows[name].tolist() for name in _COLUMNS}
+    rows = list(signature_rows)
+    return {name: [row[name] for row in rows] for name in _COLUMNS}
+
+
+def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: SignatureRows,
                              params: DedupParams = _DEFAULTS, scope: str = "all") -> Analysis:
     """The Analysis `analyse(records, params)` gives, from signature rows (any superset of the
-    records' rows). `scope` "within" leaves out what only concerns pairs across benchmarks,
-    "across" what only concerns pairs within one (its clusters or its contamination are then
-    exact, the other side is partial)."""
+    records' rows; a later row of an item_id wins). `scope` "within" leaves out what only
+    concerns pairs across benchmarks, "across" what only concerns pairs within one (its clusters
+    or its contamination are then exact, the other side is partial)."""
     if scope not in ("all", "within", "across"):
         raise ValueError(f"unknown scope {scope!r}; expected all, within or across")
     timings: dict[str, float] = {}
     tick = _Stopwatch(timings)
-    by_id = {row["item_id"]: row for row in signature_rows}
-    missing = [it["item_id"] for it in records if it["item_id"] not in by_id]
-    if missing:
+    table = _signature_columns(signature_rows)
+    position = dict(zip(table["item_id"], range(len(table["item_id"]))))
+    at = [position.get(it["item_id"], -1) for it in records]
+    if -1 in at:
+        missing = [it["item_id"] for it, p in zip(records, at) if p < 0]
         raise ValueError(f"no signature row for {len(missing)} items (first: {missing[0]}); "
                          "run item_signatures on them first")
-    rows = [by_id[it["item_id"]] for it in records]
-    keys = [row["key"] for row in rows]
-    full_keys = [row["full_key"] for row in rows]
+    keys = [table["key"][p] for p in at]
+    full_keys = [table["full_key"][p] for p in at]
     key_ids: dict[str, int] = {}
     members: list[list[int]] = []
-    first_row: list[dict[str, Any]] = []
+    first_row: list[int] = []   # the signature row of each distinct key's first item
     for i, key in enumerate(keys):
         if key:
             k = key_ids.setdefault(key, len(key_ids))
             if k == len(members):
                 members.append([])
-                first_row.append(rows[i])
+                first_row.append(at[i])
             members[k].append(i)
     fingerprint = _params_fingerprint(params)
-    for row in first_row:
-        if row["minhash"] is None or len(row["minhash"]) != 4 * params.num_perm or row["key_hash"] != hashlib.sha256(
-                f"{fingerprint}\n{row['key']}".encode("utf-8", "surrogatepass")).hexdigest():
-            raise ValueError(f"the signature row of {row['item_id']} was made with other dedup parameters "
+    minhash, key_hash = table["minhash"], table["key_hash"]
+    for p in first_row:
+        if minhash[p] is None or len(minhash[p]) != 4 * params.num_perm or key_hash[p] != hashlib.sha256(
+                f"{fingerprint}\n{table['key'][p]}".encode("utf-8", "surrogatepass")).hexdigest():
+            raise ValueError(f"the signature row of {table['item_id'][p]} was made with other dedup parameters "
                              "(or edited): run item_signatures again")
-    sigs = np.frombuffer(b"".join(row["minhash"] for row in first_row), dtype="<u4").reshape(-1, params.num_perm)
+    sigs = np.frombuffer(b"".join([minhash[p] for p in first_row]), dtype="<u4").reshape(-1, params.num_perm)
     tick("load")
     candidates = candidate_pairs(sigs, range(len(members)), params)
     if scope != "all" and len(candidates):

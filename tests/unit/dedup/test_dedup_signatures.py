@@ -137,3 +137,19 @@ def test_an_item_without_text_last_in_its_batch():
     rows, _ = item_signatures(items)
     assert rows[-1]["key"] == "" and rows[-1]["minhash"] is None
     assert clusters_from_signatures(items, rows) == cluster(items)[0]
+
+
+def test_columns_as_the_lake_stores_them_and_slim_records():
+    """Signatures as an Arrow table or a pandas frame (read column by column) give what the rows
+    give; contamination needs only the items' ids, benchmarks, tasks and hashes."""
+    items = _corpus(2)
+    rows = _signed(items)
+    table = pa.Table.from_pylist(rows, schema=SIGNATURES_SCHEMA)
+    expected_clusters, expected_contamination = cluster(items)
+    slim = [{k: it[k] for k in ("item_id", "benchmark", "task", "content_hash", "answer_hash")} for it in items]
+    for stored in (table, table.to_pandas()):
+        assert contamination_from_signatures(items, stored) == expected_contamination
+        assert contamination_from_signatures(slim, stored) == expected_contamination
+        assert clusters_from_signatures(items, stored) == expected_clusters
+    with pytest.raises(ValueError, match="no signature row"):
+        contamination_from_signatures(slim, table.slice(1))
