@@ -20,7 +20,7 @@ from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
 from pipeline.dedup.signatures import item_signatures as item_signatures_of
 from pipeline.prompts import build_prompt_rows
-from pipeline.script import make_variants
+from pipeline.script import variants_table
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
 from resources.lake import partition_file
@@ -158,14 +158,18 @@ def contamination() -> dg.Output[pd.DataFrame]:
 
 @dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"},
           partitions_def=benchmark_partitions)
-def item_variants(items: pd.DataFrame, models: ModelsResource) -> dg.Output[pd.DataFrame]:
+def item_variants(context: dg.AssetExecutionContext, items: pd.DataFrame,
+                  models: ModelsResource) -> dg.Output[pd.DataFrame]:
     """Each item as stored (original), in simplified (OpenCC t2s) and traditional (s2t) script, plus
-    any regional form a model asks for (traditional_tw / traditional_hk)."""
+    any regional form a model asks for (traditional_tw / traditional_hk). The rows of the previous
+    build are reused for items whose text is unchanged; only new or edited items are converted."""
     wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
                                             - set(schema.VARIANTS))
-    rows = make_variants(schema.records(items), wanted)   # a few large OpenCC calls per variant
-    frame = schema.to_frame(rows, schema.ITEM_VARIANTS)
-    return dg.Output(frame, data_version=content_version(frame))
+    previous_file = partition_file(paths.lake_dir(), "item_variants", context.partition_key)
+    previous = pq.read_table(previous_file) if previous_file.is_file() else None
+    table, counts = variants_table(items, wanted, previous)   # a few large OpenCC calls per variant
+    frame = table.to_pandas()
+    return dg.Output(frame, data_version=content_version(frame), metadata=counts)
 
 
 @dg.asset(group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},

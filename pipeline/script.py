@@ -9,7 +9,11 @@ from functools import cache
 from operator import ne
 from typing import Any
 
+import numpy as np
 import opencc
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @cache
@@ -111,6 +115,79 @@ def make_variants(items: Iterable[dict[str, Any]], variants: Sequence[str]) -> l
             rows.append(row)
         start = k
     return rows
+
+
+# The columns of schema.ITEM_VARIANTS (tested equal; schema imports this module, so not from there).
+VARIANT_COLUMNS = pa.schema([
+    ("item_id", pa.string()), ("variant", pa.string()), ("benchmark", pa.string()),
+    *((name, pa.string()) for name in TEXT_FIELDS[:2]), ("choices", pa.list_(pa.string())),
+    ("answer", pa.string()), ("references", pa.list_(pa.string())),
+])
+_SOURCE = ("item_id", "benchmark", *TEXT_FIELDS, *LIST_FIELDS)   # what an item's variants are made of
+
+
+def variants_table(items: pd.DataFrame, variants: Sequence[str], previous: pa.Table | None = None
+                   ) -> tuple[pa.Table, dict[str, int]]:
+    """make_variants on a frame of items, as a table (VARIANT_COLUMNS), and {"reused": n,
+    "converted": m} items. `previous` is the table as last built: an item whose `original` row
+    there holds its benchmark and texts unchanged, and which has a row for every variant asked,
+    takes those rows as they are; only new or edited items are converted (so a new OpenCC
+    release is seen by the edited items only, until the table is built without `previous`)."""
+    for variant in variants:
+        if variant not in VARIANT_CONFIGS:
+            raise ValueError(f"unknown script variant {variant!r}; expected one of {', '.join(VARIANT_CONFIGS)}")
+    current = pa.Table.from_pandas(items[list(_SOURCE)], schema=pa.schema([VARIANT_COLUMNS.field(n) for n in _SOURCE]),
+                                   preserve_index=False)
+    variants = list(variants)
+    kept = np.zeros(current.num_rows, dtype=bool)
+    rows_of: dict[str, np.ndarray] = {}   # per variant: each item's row in `previous` (-1: none)
+    if previous is not None and previous.num_rows and current.num_rows and variants:
+        previous = previous.select(VARIANT_COLUMNS.names).cast(VARIANT_COLUMNS).replace_schema_metadata(None)
+        ids = pd.Index(previous.column("item_id").to_numpy(zero_copy_only=False))
+        variant = previous.column("variant").to_numpy(zero_copy_only=False)
+        wanted = current.column("item_id").to_numpy(zero_copy_only=False)
+        for name in dict.fromkeys(["original", *variants]):
+            mine = np.append(np.flatnonzero(variant == name), -1)   # found -1: the -1 at the end
+            index = ids[mine[:-1]]
+            rows_of[name] = mine[index.get_indexer(wanted)] if index.is_unique else np.full(len(wanted), -1)
+        kept = np.logical_and.reduce([rows >= 0 for rows in rows_of.values()])
+        if kept.any():
+            kept[kept] = _same_source(current.filter(kept), previous.take(rows_of["original"][kept]))
+    fresh = np.flatnonzero(~kept)
+    made = make_variants(current.take(fresh).to_pylist(), variants) if len(fresh) else []
+    counts = {"reused": int(kept.sum()), "converted": len(fresh)}
+    table = pa.Table.from_pylist(made, schema=VARIANT_COLUMNS)
+    if not kept.any():
+        return table, counts
+    # item-major, variant-minor, as make_variants orders them: kept items' rows from `previous`,
+    # the others' from the new rows (numbered after previous's)
+    order = np.empty((current.num_rows, len(variants)), dtype=np.int64)
+    for j, name in enumerate(variants):
+        order[kept, j] = rows_of[name][kept]
+    order[~kept] = previous.num_rows + np.arange(len(fresh) * len(variants)).reshape(len(fresh), len(variants))
+    return pa.concat_tables([previous, table]).take(order.reshape(-1)), counts
+
+
+def _same_source(now: pa.Table, before: pa.Table) -> np.ndarray:
+    """Row by row: does `before` (original variant rows) hold `now`'s benchmark and texts? A null
+    list now is the empty list make_variants writes for it."""
+    same = np.ones(now.num_rows, dtype=bool)
+    for name in ("benchmark", *TEXT_FIELDS):
+        a, b = now.column(name), before.column(name)
+        equal = pc.fill_null(pc.equal(a, b), False)
+        same &= pc.or_(equal, pc.and_(a.is_null(), b.is_null())).to_numpy(zero_copy_only=False)
+    for name in LIST_FIELDS:
+        a, b = now.column(name).combine_chunks(), before.column(name).combine_chunks()
+        lengths = pc.fill_null(pc.list_value_length(a), 0).to_numpy()
+        same &= lengths == pc.fill_null(pc.list_value_length(b), 0).to_numpy()
+        rows = np.flatnonzero(same & (lengths > 0))
+        if len(rows):   # the same lengths, so the elements line up
+            x, y = a.take(rows).flatten(), b.take(rows).flatten()
+            equal = pc.or_(pc.fill_null(pc.equal(x, y), False), pc.and_(x.is_null(), y.is_null()))
+            parent = pc.list_parent_indices(a.take(rows)).to_numpy()
+            differs = rows[np.unique(parent[~equal.to_numpy(zero_copy_only=False)])]
+            same[differs] = False
+    return same
 
 
 _SEPARATOR = "\x1e"  # joins texts for one OpenCC call: no dictionary entry holds it, so no phrase spans it

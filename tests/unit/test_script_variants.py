@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
 import pytest
 from conftest import upstream
 
 from pipeline import script
 from pipeline.config import SourceSpec, load_sources
 from pipeline.dedup.keys import item_text
+from pipeline.schema import ITEM_VARIANTS, ITEMS, VARIANTS, to_frame
 from pipeline.script import (
     VARIANT_CONFIGS,
     convert,
@@ -93,3 +96,62 @@ def test_real_files_variants_and_scripts_are_unchanged():
     expected = [reference_detect_script(t) for t in texts]
     assert [detect_script(t) for t in texts] == expected == detect_scripts(texts)
     assert len(set(expected)) >= 3  # the corpus has simplified, traditional and neutral or mixed texts
+
+
+def _variants_frame(items: list[dict], variants) -> pa.Table:
+    return pa.Table.from_pylist(make_variants(items, variants), schema=script.VARIANT_COLUMNS)
+
+
+def test_variant_columns_are_the_item_variants_table():
+    assert script.VARIANT_COLUMNS.equals(ITEM_VARIANTS)
+
+
+def test_variants_table_reuses_unchanged_items_only():
+    """Rows of the previous build are taken for items whose benchmark and texts are the same;
+    the table always equals make_variants on all items, whatever changed."""
+    items = [it for it in _samples() if it["benchmark"] in ("wenmind", "cpdue")]
+    frame = to_frame(items, ITEMS)
+    wanted = list(VARIANTS)
+    first, counts = script.variants_table(frame, wanted)
+    assert first.equals(_variants_frame(items, wanted)) and counts == {"reused": 0, "converted": len(items)}
+    stored = pa.Table.from_pandas(first.to_pandas(), schema=ITEM_VARIANTS)   # as the lake gives it back
+    again, counts = script.variants_table(frame, wanted, stored)
+    assert again.equals(first) and counts == {"reused": len(items), "converted": 0}
+
+    edited = [dict(it) for it in items[3:]] + [dict(items[0], item_id="new/item/0/0")]   # removed and added
+    edited[0]["question"] += "乎"
+    edited[1]["choices"] = [*edited[1]["choices"], "丁"]           # one more option
+    edited[2]["choices"] = ["甲"] + list(edited[2]["choices"][1:]) if edited[2]["choices"] else ["甲"]
+    edited[3]["answer"] = None if edited[3]["answer"] is not None else "A"
+    edited[4]["references"] = [*(edited[4]["references"] or []), "參考"]
+    edited[5]["benchmark"] = "cpdue" if edited[5]["benchmark"] == "wenmind" else "wenmind"
+    edited[6]["context"] = (edited[6]["context"] or "") + "序"
+    edited = edited[7:] + edited[:7]                                  # another order
+    changed, counts = script.variants_table(to_frame(edited, ITEMS), wanted, stored)
+    assert changed.equals(_variants_frame(edited, wanted))
+    assert counts == {"reused": len(edited) - 8, "converted": 8}
+
+    # a variant the previous build did not make: its items are converted again, all of them
+    more = [*wanted, "traditional_tw"]
+    assert script.variants_table(frame, more, stored)[0].equals(_variants_frame(items, more))
+    assert script.variants_table(frame, more, stored)[1]["reused"] == 0
+    # fewer variants: the rows asked for, taken from the previous build
+    fewer, counts = script.variants_table(frame, ["simplified"], stored)
+    assert fewer.equals(_variants_frame(items, ["simplified"])) and counts["converted"] == 0
+    assert script.variants_table(frame.iloc[:0], wanted, stored)[0].num_rows == 0
+
+
+def test_variants_table_null_lists_and_empty_texts():
+    base = {"benchmark": "b", "context": None, "answer": None, "references": None}
+    items = [base | {"item_id": "b/s/t/1", "question": "為學", "choices": None},
+             base | {"item_id": "b/s/t/2", "question": "", "choices": ["", "学"]},
+             base | {"item_id": "b/s/t/3", "question": "问", "choices": []}]
+    frame = pd.DataFrame(items)
+    first, _ = script.variants_table(frame, ALL)
+    assert first.equals(_variants_frame(items, ALL))
+    again, counts = script.variants_table(frame, ALL, first)
+    assert again.equals(first) and counts["reused"] == 3
+    swapped = [items[0] | {"choices": []}, items[1] | {"choices": ["学", ""]}, items[2] | {"choices": None}]
+    changed, counts = script.variants_table(pd.DataFrame(swapped), ALL, first)
+    # a null list is stored as the empty list, so only the reordered options count as a change
+    assert changed.equals(_variants_frame(swapped, ALL)) and counts == {"reused": 2, "converted": 1}
