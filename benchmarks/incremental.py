@@ -179,6 +179,8 @@ def main() -> int:
     parser.add_argument("--changed", type=int, default=100, help="changed questions in the new release")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder)")
     parser.add_argument("--no-automation", action="store_true", help="measure the CLI path only")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="make each change this many times (to other items), to see the spread")
     args = parser.parse_args()
     wenmind_file = UPSTREAM / "wenmind" / "WenMind_ver1.json"
     if not wenmind_file.is_file() or not (UPSTREAM / "aceval").is_dir():
@@ -204,12 +206,13 @@ def main() -> int:
         print(f"work dir {work}; load average {os.getloadavg()[0]:.1f}")
 
         seconds, ok = cli_build(BENCHMARKS)
-        full_calls = calls(server)
-        print(f"full build (cold)       {seconds:7.1f} s  {full_calls:6d} calls  {'ok' if ok else 'FAILED'}")
+        full_calls, cold = calls(server), seconds
+        print(f"full build (cold)       {seconds:7.1f} s  {full_calls:6d} calls  {'ok' if ok else 'FAILED'}  "
+              f"<- from nothing: every item prepared, every prompt sent ({phases()})")
         seconds, ok = cli_build(BENCHMARKS)
         full = seconds
         print(f"full build (warm cache) {seconds:7.1f} s  {calls(server) - full_calls:6d} calls  "
-              f"{'ok' if ok else 'FAILED'}  <- the baseline each change is compared with ({phases()})")
+              f"{'ok' if ok else 'FAILED'}  <- every item prepared again, every answer from the cache ({phases()})")
         state: dict = {}
         if not args.no_automation:
             settle(state)   # the sensor and the automation learn where things stand
@@ -219,7 +222,7 @@ def main() -> int:
         with duckdb.connect(os.environ["WENHENG_WAREHOUSE"], read_only=True) as con:
             picked = con.execute(
                 "SELECT item_id, question, answer FROM items WHERE benchmark = 'wenmind' AND split = 'test' "
-                "AND answer IS NOT NULL ORDER BY item_id LIMIT 4").fetchall()
+                f"AND answer IS NOT NULL ORDER BY item_id LIMIT {4 * args.repeat}").fetchall()
 
         def correct(name: str, item_id: str, field: str, old: str, new: str) -> None:
             import yaml
@@ -229,33 +232,37 @@ def main() -> int:
             (work / "corrections" / f"{name}.yaml").write_text(
                 yaml.safe_dump({"corrections": [entry]}, allow_unicode=True), encoding="utf-8")
 
-        # Each change is made twice, to different items (and a second release on other questions):
-        # once rebuilt by the CLI, once by the sensor and automation conditions.
+        # Each change is made twice per repeat, to different items (and a release on other questions):
+        # once rebuilt by the CLI (k even), once by the sensor and automation conditions (k odd).
+        q = 2 * args.repeat   # the question corrections' items follow the answer corrections' ones
         cases = [
             ("one answer correction", 0,
              lambda k: correct(f"answer{k}", picked[k][0], "answer", picked[k][2], picked[k][2] + "。")),
             ("one question correction", 1,
-             lambda k: correct(f"question{k}", picked[2 + k][0], "question", picked[2 + k][1],
-                               picked[2 + k][1] + "？")),
+             lambda k: correct(f"question{k}", picked[q + k][0], "question", picked[q + k][1],
+                               picked[q + k][1] + "？")),
             (f"new WenMind release, {args.changed} questions changed", args.changed,
              lambda k: (edit_wenmind(work / "wenmind" / "WenMind.json", args.changed, offset=k),
                         write_sources(work, f"v{2 + k}"))),
         ]
-        print(f"\n{'change':46s} {'path':10s} {'seconds':>8s} {'vs full':>8s} {'calls':>6s} {'expected':>8s}  runs")
-        for label, expected, apply in cases:
-            apply(0)
+        print(f"\n{'change':46s} {'path':10s} {'seconds':>8s} {'vs cold':>8s} {'vs warm':>8s} {'calls':>6s} "
+              f"{'expected':>8s}  runs")
+        for (label, expected, apply), r in ((case, r) for case in cases for r in range(args.repeat)):
+            apply(2 * r)
             before = calls(server)
             seconds, ok = cli_build(["wenmind"])
-            print(f"{label:46s} {'cli':10s} {seconds:8.1f} {seconds / full:8.1%} {calls(server) - before:6d} "
+            print(f"{label:46s} {'cli':10s} {seconds:8.1f} {seconds / cold:8.1%} {seconds / full:8.1%} "
+                  f"{calls(server) - before:6d} "
                   f"{expected:8d}  {'' if ok else 'FAILED'} ({phases()})")
             if args.no_automation:
                 continue
             settle(state)   # the CLI's runs are history for the automation, not work for it
-            apply(1)
+            apply(2 * r + 1)
             before = calls(server)
             seconds, runs, scored = automation_build(state)
             twice = {p: n for p, n in scored.items() if n > 1}
-            print(f"{'':46s} {'automation':10s} {seconds:8.1f} {seconds / full:8.1%} {calls(server) - before:6d} "
+            print(f"{'':46s} {'automation':10s} {seconds:8.1f} {seconds / cold:8.1%} {seconds / full:8.1%} "
+                  f"{calls(server) - before:6d} "
                   f"{expected:8d}  {runs} runs; scores partitions computed once: "
                   f"{sum(1 for n in scored.values() if n == 1)}, twice or more: {len(twice)}")
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
