@@ -19,11 +19,14 @@ from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
 from pipeline.dedup.signatures import item_signatures as item_signatures_of
-from pipeline.prompts import build_prompt_rows
+from pipeline.prompts import build_prompt_columns
 from pipeline.script import variants_table
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
 from resources.lake import partition_file
+
+# as schema.to_frame gives integer columns: nullable
+_NULLABLE_INTS = {pa.int64(): pd.Int64Dtype()}
 
 
 def _previous_items(benchmark: str) -> list[dict] | None:
@@ -189,7 +192,8 @@ def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variant
     kept_ids = {it["item_id"] for it in kept}
     variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
     limit = sources.limit()
-    frame = schema.to_frame(build_prompt_rows(kept, variants, evaluate, limit=limit), schema.PROMPTS)
+    columns = build_prompt_columns(kept, variants, evaluate, limit=limit)   # messages already JSON text
+    frame = pa.Table.from_pydict(columns, schema=schema.PROMPTS).to_pandas(types_mapper=_NULLABLE_INTS.get)
     per_setting = {str(s): int(n) for s, n in frame.groupby("setting").size().items()}
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,

@@ -119,8 +119,12 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
 def _user_turn_hash(text: str) -> str:
     """prompt_hash([{"role": "user", "content": text}]) without the generic JSON encoder: the same
     canonical bytes (sorted keys, no spaces, ensure_ascii off), written out directly."""
-    blob = '[{"content":' + encode_basestring(text) + ',"role":"user"}]'
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    return _turn_hash(encode_basestring(text))
+
+
+def _turn_hash(content: str) -> str:
+    """_user_turn_hash from the text already JSON-encoded."""
+    return hashlib.sha256(('[{"content":' + content + ',"role":"user"}]').encode("utf-8")).hexdigest()
 
 
 class _Benchmark:
@@ -154,6 +158,38 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
     Pools are built once per (benchmark, task, variant) and per (benchmark, task group,
     variant, task); each item then takes its first shots from them, so the cost is linear in
     the items."""
+    return [{"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": variant, "setting": setting,
+             "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
+             "prompt_hash": _user_turn_hash(text)}
+            for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit)]
+
+
+PROMPT_COLUMNS = ("item_id", "benchmark", "variant", "setting", "messages", "max_tokens", "prompt_hash")
+
+
+def build_prompt_columns(items: list[dict[str, Any]], variants: list[dict[str, Any]],
+                         evaluate: Mapping[str, Collection[str]] | None = None,
+                         limit: int | None = None) -> dict[str, list[Any]]:
+    """build_prompt_rows as columns (PROMPT_COLUMNS, schema.PROMPTS' order), with `messages`
+    already in the JSON text schema.to_frame writes for it: a table is made without a dict (and
+    a list and a dict for the messages) per row."""
+    columns: dict[str, list[Any]] = {name: [] for name in PROMPT_COLUMNS}
+    item_ids, benchmarks, variant_names, settings, messages, budgets, hashes = columns.values()
+    for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit):
+        item_ids.append(item["item_id"])
+        benchmarks.append(item["benchmark"])
+        variant_names.append(variant)
+        settings.append(setting)
+        content = encode_basestring(text)
+        messages.append('[{"content": ' + content + ', "role": "user"}]')
+        budgets.append(max_tokens)
+        hashes.append(_turn_hash(content))
+    return columns
+
+
+def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
+              evaluate: Mapping[str, Collection[str]] | None, limit: int | None):
+    """(item, variant name, setting, prompt text, max_tokens) in build_prompt_rows' order."""
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be 0 or more, not {limit}")
     by_id = {it["item_id"]: it for it in items}
@@ -181,7 +217,6 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
     # the first `most` shots of a group outside one task, found once per (group, variant, task)
     outside_task: dict[tuple[str, str, str, str], list[dict[str, Any]]] = {}
     chosen = None if limit is None else _round_robin(items, variants, bench_of, limit)
-    rows = []
     for v in variants:
         item = by_id[v["item_id"]]
         bench = bench_of(item)
@@ -200,10 +235,7 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
         options = options_text(list(v.get("choices") or []))
         for name, setting in bench.settings:
             text, max_tokens = setting.render(item, v, pool, options, cache_examples=True)
-            rows.append({"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": v["variant"],
-                         "setting": name, "messages": [{"role": "user", "content": text}],
-                         "max_tokens": max_tokens, "prompt_hash": _user_turn_hash(text)})
-    return rows
+            yield item, v["variant"], name, text, max_tokens
 
 
 def _round_robin(items: list[dict[str, Any]], variants: list[dict[str, Any]], bench_of, limit: int) -> set[str]:

@@ -10,13 +10,21 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from conftest import upstream
 
 from pipeline.benchmarks import card
 from pipeline.config import SourceSpec, load_sources
-from pipeline.prompts import _user_turn_hash, build_prompt_rows, options_text, prompt_hash, protocol
-from pipeline.schema import VARIANTS
+from pipeline.prompts import (
+    _user_turn_hash,
+    build_prompt_columns,
+    build_prompt_rows,
+    options_text,
+    prompt_hash,
+    protocol,
+)
+from pipeline.schema import PROMPTS, VARIANTS, stable_json, to_frame
 from pipeline.script import make_variant
 from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
@@ -161,6 +169,10 @@ def _same(items, evaluate=None):
     new = build_prompt_rows(items, variants, evaluate)
     assert new, "the case must render prompts"
     assert new == reference_build_prompt_rows(items, variants, evaluate)
+    # the columns give the table to_frame gives from the rows, messages' JSON text included
+    columns = build_prompt_columns(items, variants, evaluate)
+    assert pa.Table.from_pydict(columns, schema=PROMPTS).equals(pa.Table.from_pandas(to_frame(new, PROMPTS),
+                                                                                     schema=PROMPTS))
     return new
 
 
@@ -195,6 +207,14 @@ def test_real_files_give_the_reference_rows():
                                   "\u2028\u2029 \U0001f600 𠀀", "\x7f\u00e9"])
 def test_one_turn_hash_is_prompt_hash(text):
     assert _user_turn_hash(text) == prompt_hash([{"role": "user", "content": text}])
+    item = {"item_id": "wenmind/test/t/1", "benchmark": "wenmind", "split": "test", "task": "t", "task_group": "g",
+            "format": "open_qa", "domain": None, "metadata": {}, "answer": "甲", "source_locator": "1"}
+    variant = {"item_id": item["item_id"], "variant": "original", "question": text, "choices": []}
+    (row,) = [r for r in build_prompt_rows([item], [variant]) if r["setting"] == "question_only"]
+    columns = build_prompt_columns([item], [variant])
+    at = columns["setting"].index("question_only")
+    assert columns["messages"][at] == stable_json(row["messages"])
+    assert columns["prompt_hash"][at] == row["prompt_hash"] == prompt_hash(row["messages"])
 
 
 # ---- limit ----
