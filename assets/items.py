@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
 from pipeline import benchmarks, paths, schema
 from pipeline.config import load_duplicate_policy, load_sources
+from pipeline.corrections import DIFF_FIELDS
 from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
@@ -31,9 +32,16 @@ _NULLABLE_INTS = {pa.int64(): pd.Int64Dtype()}
 
 def _previous_items(benchmark: str) -> list[dict] | None:
     """This benchmark's items as last built (its partition file), which a new source version is
-    diffed against; None before the first build."""
+    diffed against (and whose scripts are reused), with the columns build_items reads; None
+    before the first build."""
     file = partition_file(paths.lake_dir(), "items", benchmark)
-    return pq.read_table(file).to_pylist() if file.is_file() else None
+    return pq.read_table(file, columns=_DIFFED).to_pylist() if file.is_file() else None
+
+
+# What build_items reads of the previous build: the compared fields, their hashes, versions and
+# places for the diff, and each text's script (known_scripts)
+_DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash", "answer_hash", "script",
+           "source_file", "source_locator"]
 
 
 @dg.multi_asset(

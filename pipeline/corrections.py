@@ -187,7 +187,11 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
     `new_items` are the items as read from upstream; `corrected` (optional) the same items after
     corrections. The previous build holds corrected items, so a field counts as unchanged when its
     previous value equals either the upstream or the corrected value now: a correction applied to
-    both builds, or first applied in this one, is not an upstream change."""
+    both builds, or first applied in this one, is not an upstream change.
+
+    Items that carry their content and answer hashes (as built items do) are compared on those
+    first: equal hashes mean that no compared field differs, so only changed items are compared
+    field by field."""
     new_items = list(new_items)
     before = {item["item_id"]: item for item in previous_items}
     after = {item["item_id"]: item for item in (corrected if corrected is not None else new_items)}
@@ -200,6 +204,8 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
         if old is None:
             rows.append(_presence_row(item, "added_upstream", _origin(was_version, now_version)))
             continue
+        if _same_hashes(old, item):
+            continue   # the same content and answer hashes: no compared field differs
         origin = _origin(old.get("source_version"), item.get("source_version"))
         fixed = after.get(item["item_id"], item)
         for name in DIFF_FIELDS:
@@ -225,6 +231,12 @@ def _value(value: Any, name: str) -> Any:
 
 def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+def _same_hashes(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Both items carry content and answer hashes and they are equal: the hashes cover every
+    DIFF_FIELDS value (content: context, question, choices; answer: answer, references)."""
+    return all(old.get(name) is not None and old.get(name) == new.get(name) for name in ("content_hash", "answer_hash"))
 
 
 def _origin(was: Any, now: Any) -> str:

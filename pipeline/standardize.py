@@ -8,11 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.corrections import apply_corrections, diff_versions, load_corrections
-from pipeline.schema import QUARANTINE, derive_fields
+from pipeline.schema import QUARANTINE, answer_hash, content_hash
+from pipeline.script import detect_scripts
 
 
-def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
-    """Returns (items, quarantine). A repeated item_id keeps the first row and quarantines the rest."""
+def standardize(raw_items: Iterable[dict[str, Any]], known_scripts: Mapping[str, str] | None = None
+                ) -> tuple[list[dict], list[dict]]:
+    """Returns (items, quarantine). A repeated item_id keeps the first row and quarantines the rest.
+    `known_scripts` (content_hash -> script, e.g. of the items as last built) saves detecting the
+    script of a text seen before."""
     items, quarantine, seen = [], [], set()
     for raw in raw_items:
         item = dict(raw)
@@ -24,10 +28,29 @@ def standardize(raw_items: Iterable[dict[str, Any]]) -> tuple[list[dict], list[d
             })
             continue
         seen.add(item["item_id"])
-        derive_fields(item)
         item["metadata"] = item.get("metadata") or {}
         items.append(item)
+    derive_all(items, known_scripts)
     return items, quarantine
+
+
+def derive_all(items: list[dict[str, Any]], known_scripts: Mapping[str, str] | None = None) -> None:
+    """schema.derive_fields on every item (in place), with the script detection's OpenCC calls
+    batched over all items (detect_scripts) instead of two calls per item. The script is a
+    function of the texts the content hash covers (context, question, choices), so an item whose
+    content hash is in `known_scripts` takes the script found there."""
+    known = known_scripts or {}
+    unknown = []
+    for item in items:
+        item["content_hash"] = content_hash(item)
+        item["answer_hash"] = answer_hash(item)
+        item["script"] = known.get(item["content_hash"])
+        if item["script"] is None:
+            unknown.append(item)
+    texts = ["".join(filter(None, [it.get("context"), it.get("question"), *(it.get("choices") or [])]))
+             for it in unknown]
+    for item, script in zip(unknown, detect_scripts(texts)):
+        item["script"] = script
 
 
 def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
@@ -44,7 +67,9 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
     where corrections scoped to a `path` look; None reads the configured sources file if needed."""
     readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
                 if row["reason"] is None]
-    upstream, quarantine = standardize(readable)
+    known_scripts = {it["content_hash"]: it["script"] for it in previous_items or ()
+                     if it.get("content_hash") and it.get("script")}
+    upstream, quarantine = standardize(readable, known_scripts)
     corrections = load_corrections(corrections_dir)
     if sources is None and any(c.scope.paths for c in corrections):
         from pipeline.config import load_sources

@@ -336,3 +336,21 @@ def test_build_items_finds_path_scopes_in_the_configured_sources(tmp_path, monke
     elsewhere = {"aceval": SourceSpec("aceval", tmp_path / "other", "v1")}
     items, _, (audit,) = build_items([row], fixes, sources=elsewhere)
     assert audit["status"] == "out_of_scope" and items[0]["answer"] == "A"
+
+
+def test_diff_on_hashes_equals_diff_field_by_field(items):
+    """Built items carry their hashes; the diff skips the items whose hashes are equal, and
+    reports what comparing every field of every item reports."""
+    from pipeline.schema import derive_fields
+
+    edited = [dict(it) for it in items]
+    edited[0]["question"] = (edited[0]["question"] or "") + "也"
+    edited[1]["choices"] = [*(edited[1]["choices"] or []), "丁"]
+    edited[2]["answer"] = "另一个答案"
+    edited[3]["context"] = None if edited[3]["context"] else "序"
+    for item in edited[:4]:
+        derive_fields(item)
+    plain = [{k: v for k, v in it.items() if k not in ("content_hash", "answer_hash")} for it in items]
+    rows = diff_versions(items, edited, edited)
+    assert rows == diff_versions(plain, edited, edited) and {r["item_id"] for r in rows} == {
+        it["item_id"] for it in edited[:4]}

@@ -13,7 +13,7 @@ from conftest import upstream
 from pipeline import script
 from pipeline.config import SourceSpec, load_sources
 from pipeline.dedup.keys import item_text
-from pipeline.schema import ITEM_VARIANTS, ITEMS, VARIANTS, to_frame
+from pipeline.schema import ITEM_VARIANTS, ITEMS, VARIANTS, derive_fields, to_frame
 from pipeline.script import (
     VARIANT_CONFIGS,
     convert,
@@ -24,7 +24,7 @@ from pipeline.script import (
     make_variants,
 )
 from pipeline.sources.ingest import parse_source
-from pipeline.standardize import standardize
+from pipeline.standardize import derive_all, standardize
 
 ROOT = Path(__file__).resolve().parents[2]
 ALL = list(VARIANT_CONFIGS)  # original, simplified, traditional and the regional forms
@@ -96,6 +96,29 @@ def test_real_files_variants_and_scripts_are_unchanged():
     expected = [reference_detect_script(t) for t in texts]
     assert [detect_script(t) for t in texts] == expected == detect_scripts(texts)
     assert len(set(expected)) >= 3  # the corpus has simplified, traditional and neutral or mixed texts
+    # standardize derives script and hashes for all items at once: what derive_fields gives one by one
+    for item in items[::5]:
+        assert {k: item[k] for k in ("script", "content_hash", "answer_hash")} == {
+            k: derive_fields(dict(item))[k] for k in ("script", "content_hash", "answer_hash")}
+
+
+def test_derive_all_is_derive_fields():
+    items = _samples()
+    items += [dict(items[0], item_id="x/none", context=None, question=None, choices=None, answer=None,
+                   references=None),
+              dict(items[0], item_id="x/sep", context="發\x1e", question="头髮", choices=["", "乾隆"], answer="")]
+    derived = [dict(it, script=None, content_hash=None, answer_hash=None) for it in items]
+    derive_all(derived)
+    assert derived == [derive_fields(dict(it)) for it in items]
+    # scripts known by content hash (the previous build's) are taken, the others detected
+    known = {it["content_hash"]: it["script"] for it in derived[::2]}
+    again = [dict(it, script=None, content_hash=None, answer_hash=None) for it in items]
+    derive_all(again, known)
+    assert again == derived
+    marked = [dict(it, script=None) for it in items[:2]]
+    derive_all(marked, {derived[0]["content_hash"]: "known"})
+    assert [it["script"] for it in marked] == ["known", derived[1]["script"]]
+    assert standardize(items, known)[0] == standardize(items)[0]
 
 
 def _variants_frame(items: list[dict], variants) -> pa.Table:
