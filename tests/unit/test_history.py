@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT
 
-from pipeline import history, paths, schema
+from pipeline import aggregate, history, paths, schema
 from pipeline.warehouse import publish
 
 
@@ -76,6 +76,34 @@ def test_an_incremental_publish_gives_the_tables_of_a_full_build(lake, tmp_path)
         models = {m for (m,) in con.execute("SELECT DISTINCT model FROM paper_tables WHERE benchmark = 'aceval'")
                   .fetchall()}
     assert models == {"m0", "m1", "m3"}
+
+
+def test_paper_rows_are_recomputed_only_for_runs_whose_units_changed(lake, tmp_path, monkeypatch):
+    db = tmp_path / "warehouse.duckdb"
+    publish(db, lake, paths.SQL_DIR)
+    computed = []
+    real = aggregate.paper_tables
+    monkeypatch.setattr(aggregate, "paper_tables",
+                        lambda tables, bench, units: computed.append((bench, sorted(set(units["model"]))))
+                        or real(tables, bench, units))
+    # the same rows written again (as a correction that moves no score rewrites its partitions)
+    for asset in ("items", "prompts"):
+        path = lake / asset / "wenmind.parquet"
+        pq.write_table(pq.read_table(path), path)
+    again = publish(db, lake, paths.SQL_DIR)
+    assert again.mode == "incremental" and again.reloaded["scores"] == [(("benchmark", "wenmind"),)]
+    assert computed == []
+    # a changed score: that run's rows only
+    path = lake / "scores" / "wenmind" / "m1.parquet"
+    scores = pq.read_table(path)
+    pq.write_table(_replace(scores, "score", [0], [1.0 - scores["score"][0].as_py()]), path)
+    publish(db, lake, paths.SQL_DIR)
+    assert computed == [("wenmind", ["m1"])]
+    whole = tmp_path / "whole.duckdb"
+    publish(whole, lake, paths.SQL_DIR, full=True)
+    incremental, full = tables(db), tables(whole)
+    for name in ("paper_tables", "_paper_inputs", "model_task_scores"):
+        assert incremental[name] == full[name], name
 
 
 def test_a_republish_writes_nothing_and_history_survives_a_deleted_warehouse(lake, tmp_path):
