@@ -97,6 +97,13 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFram
                               metadata={"not applied": dg.MetadataValue.json(not_applied[:100])})
 
 
+# What an item's match key is made of (pipeline.dedup.keys: item_text), and where it belongs.
+_KEYED = ["item_id", "benchmark", "task", "context", "question", "choices"]
+# What clusters and contamination read of the items: who they are, where, and the hashes exact
+# copies (and consistent golds) share.
+_CLUSTERED = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
+
+
 @dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
@@ -104,8 +111,10 @@ def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame) -> d
     a hash of the key and the dedup parameters: the rows of the previous build whose key is
     unchanged are reused, so only new or edited items are hashed."""
     previous_file = partition_file(paths.lake_dir(), "item_signatures", context.partition_key)
-    previous = pq.read_table(previous_file).to_pylist() if previous_file.is_file() else ()
-    rows, counts = item_signatures_of(schema.records(items), DedupParams(), previous)
+    # what reuse needs of the previous rows: the MinHash of each key hash
+    previous = (pq.read_table(previous_file, columns=["key_hash", "minhash"]).to_pylist()
+                if previous_file.is_file() else ())
+    rows, counts = item_signatures_of(schema.records(items[_KEYED]), DedupParams(), previous)
     frame = pd.DataFrame(rows, columns=SIGNATURES_SCHEMA.names)
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "key_hash", "full_key"]),
                      metadata={"reused": counts["reused"], "computed": counts["computed"]})
@@ -120,8 +129,8 @@ def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame) -> d
 def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame):
     """Near- and exact-duplicate clusters within the benchmark (MinHashLSH candidates from the
     stored signatures, exact Jaccard, union-find)."""
-    records = schema.records(items)
-    rows = clusters_from_signatures(records, item_signatures.to_dict("records"), DedupParams())
+    records = schema.records(items[_CLUSTERED])
+    rows = clusters_from_signatures(records, item_signatures, DedupParams())   # read column by column
     clusters = schema.to_frame(rows, schema.DEDUP_CLUSTERS)
     yield dg.Output(clusters, data_version=content_version(clusters), metadata={
         "clusters": int(clusters["cluster_id"].nunique()) if len(clusters) else 0,
@@ -140,10 +149,6 @@ def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
     return [table for table in tables if table.num_rows]
 
 
-# What contamination reads of the items: who they are, where, and the hashes exact copies share.
-_CONTAMINATION_COLUMNS = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
-
-
 @dg.asset(
     group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
     # every benchmark's items and signatures, read from the lake for the columns it compares (not
@@ -155,7 +160,7 @@ _CONTAMINATION_COLUMNS = ["item_id", "benchmark", "task", "content_hash", "answe
 )
 def contamination() -> dg.Output[pd.DataFrame]:
     """Duplicate pairs across benchmarks, from the stored signatures: reported, never dropped."""
-    items = _built_partitions("items", _CONTAMINATION_COLUMNS)
+    items = _built_partitions("items", _CLUSTERED)
     records = pa.concat_tables(items).to_pylist() if items else []
     signatures = _built_partitions("item_signatures", ["item_id", "key_hash", "key", "full_key", "minhash"])
     pairs = contamination_from_signatures(records, pa.concat_tables(signatures) if signatures else [],
