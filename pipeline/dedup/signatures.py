@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.dedup.clusters import (
     Analysis,
@@ -54,6 +55,18 @@ def _params_fingerprint(params: DedupParams) -> str:
     return json.dumps(dataclasses.asdict(params), sort_keys=True)
 
 
+def _key_hashes(keys: Iterable[str], params: DedupParams) -> list[str]:
+    """sha256 of the parameters' fingerprint, a newline and each key (hex): the fingerprint is
+    hashed once and the hash state copied for each key."""
+    start = hashlib.sha256(f"{_params_fingerprint(params)}\n".encode())
+    hashes = []
+    for key in keys:
+        h = start.copy()
+        h.update(key.encode("utf-8", "surrogatepass"))
+        hashes.append(h.hexdigest())
+    return hashes
+
+
 def item_signatures(records: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS,
                     previous: Iterable[dict[str, Any]] = ()) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """(rows in SIGNATURES_SCHEMA's shape, one per record in order, and {"reused": n, "computed":
@@ -61,8 +74,7 @@ def item_signatures(records: Sequence[dict[str, Any]], params: DedupParams = _DE
     (each distinct key once). Items with an empty key have no MinHash and count as neither."""
     full_keys = match_keys([item_text(it) for it in records])
     keys = strip_templates(full_keys, [(it.get("benchmark"), it.get("task")) for it in records], params)
-    fingerprint = _params_fingerprint(params)
-    hashes = [hashlib.sha256(f"{fingerprint}\n{k}".encode("utf-8", "surrogatepass")).hexdigest() for k in keys]
+    hashes = _key_hashes(keys, params)
     known = {row["key_hash"]: row["minhash"] for row in previous if row.get("minhash") is not None}
     fresh = list(dict.fromkeys(h for h, k in zip(hashes, keys) if k and h not in known))
     if fresh:
@@ -100,13 +112,37 @@ SignatureRows = Iterable[dict[str, Any]] | pd.DataFrame | pa.Table
 _COLUMNS = ("item_id", "key_hash", "key", "full_key", "minhash")
 
 
-def _signature_columns(signature_rows: SignatureRows) -> dict[str, list]:
-    if isinstance(signature_rows, pa.Table):
-        return {name: signature_rows.column(name).to_pylist() for name in _COLUMNS}
+def _signature_columns(signature_rows: SignatureRows) -> dict[str, Any]:
+    """The columns analysis reads: lists of item_id, key_hash, key and full_key, and the MinHash
+    values as one Arrow binary array (never a bytes object per row)."""
     if isinstance(signature_rows, pd.DataFrame):
-        return {name: signature_rows[name].tolist() for name in _COLUMNS}
+        signature_rows = pa.Table.from_pandas(signature_rows[list(_COLUMNS)], preserve_index=False,
+                                              schema=pa.schema([SIGNATURES_SCHEMA.field(n) for n in _COLUMNS]))
+    if isinstance(signature_rows, pa.Table):
+        columns: dict[str, Any] = {name: signature_rows.column(name).to_pylist() for name in _COLUMNS[:-1]}
+        columns["minhash"] = signature_rows.column("minhash").combine_chunks()
+        return columns
     rows = list(signature_rows)
-    return {name: [row[name] for row in rows] for name in _COLUMNS}
+    columns = {name: [row[name] for row in rows] for name in _COLUMNS[:-1]}
+    columns["minhash"] = pa.array([row["minhash"] for row in rows], type=pa.binary())
+    return columns
+
+
+def _minhash_matrix(minhash: pa.Array, rows: list[int], num_perm: int) -> tuple[np.ndarray, int | None]:
+    """(the MinHash values of `rows`, one row each, and None), or (empty, the position in `rows`
+    of the first one that is null or not num_perm values long)."""
+    taken = minhash.take(pa.array(rows, type=pa.int64())) if rows else minhash.slice(0, 0)
+    if isinstance(taken, pa.ChunkedArray):
+        taken = taken.combine_chunks()
+    width = 4 * num_perm
+    lengths = pc.fill_null(pc.binary_length(taken), -1).to_numpy(zero_copy_only=False)
+    wrong = np.flatnonzero(lengths != width)
+    if len(wrong):
+        return np.empty((0, num_perm), dtype="<u4"), int(wrong[0])
+    offsets = np.frombuffer(taken.buffers()[1], dtype=np.int32)[taken.offset:taken.offset + len(taken) + 1]
+    data = np.frombuffer(taken.buffers()[2], dtype=np.uint8)[offsets[0]:offsets[-1]] if len(taken) else \
+        np.empty(0, dtype=np.uint8)
+    return data.view("<u4").reshape(-1, num_perm), None
 
 
 def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: SignatureRows,
@@ -138,14 +174,13 @@ def analysis_from_signatures(records: Sequence[dict[str, Any]], signature_rows: 
                 members.append([])
                 first_row.append(at[i])
             members[k].append(i)
-    fingerprint = _params_fingerprint(params)
-    minhash, key_hash = table["minhash"], table["key_hash"]
-    for p in first_row:
-        if minhash[p] is None or len(minhash[p]) != 4 * params.num_perm or key_hash[p] != hashlib.sha256(
-                f"{fingerprint}\n{table['key'][p]}".encode("utf-8", "surrogatepass")).hexdigest():
-            raise ValueError(f"the signature row of {table['item_id'][p]} was made with other dedup parameters "
-                             "(or edited): run item_signatures again")
-    sigs = np.frombuffer(b"".join([minhash[p] for p in first_row]), dtype="<u4").reshape(-1, params.num_perm)
+    sigs, wrong = _minhash_matrix(table["minhash"], first_row, params.num_perm)
+    if wrong is None:
+        made = _key_hashes([table["key"][p] for p in first_row], params)
+        wrong = next((n for n, p in enumerate(first_row) if table["key_hash"][p] != made[n]), None)
+    if wrong is not None:
+        raise ValueError(f"the signature row of {table['item_id'][first_row[wrong]]} was made with other dedup "
+                         "parameters (or edited): run item_signatures again")
     tick("load")
     candidates = candidate_pairs(sigs, range(len(members)), params)
     if scope != "all" and len(candidates):

@@ -153,3 +153,12 @@ def test_columns_as_the_lake_stores_them_and_slim_records():
         assert clusters_from_signatures(items, stored) == expected_clusters
     with pytest.raises(ValueError, match="no signature row"):
         contamination_from_signatures(slim, table.slice(1))
+    # a MinHash cut short, or missing, is refused like a key hash made with other parameters
+    signed = next(n for n, row in enumerate(rows) if row["minhash"] is not None)
+    for broken in (rows[signed]["minhash"][:-4], None):
+        bad = pa.Table.from_pylist([*rows[:signed], dict(rows[signed], minhash=broken), *rows[signed + 1:]],
+                                   schema=SIGNATURES_SCHEMA)
+        with pytest.raises(ValueError, match=f"{rows[signed]['item_id']} was made with other dedup parameters"):
+            contamination_from_signatures(slim, bad)
+        with pytest.raises(ValueError, match="other dedup parameters"):
+            clusters_from_signatures(items, bad.to_pylist())
