@@ -164,3 +164,24 @@ def test_json_helpers_match_json_dumps(value):
     assert schema.canonical_json(value) == json.dumps(value, ensure_ascii=False, sort_keys=True,
                                                       separators=(",", ":"), default=list)
     assert schema.stable_hash({"v": value, "s": {3}}) == schema.stable_hash({"s": [3], "v": value})
+
+
+def test_gc_is_paused_only_inside_and_restored_as_it_was():
+    import gc
+
+    assert gc.isenabled()
+    with schema.gc_paused():
+        assert not gc.isenabled()
+        with schema.gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()    # the inner block does not turn it back on early
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        schema.records(mixed_frame())
+        assert not gc.isenabled()    # a caller that had it off keeps it off
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), schema.gc_paused():
+        raise RuntimeError("inside")
+    assert gc.isenabled()
