@@ -153,6 +153,11 @@ def test_columns_as_the_lake_stores_them_and_slim_records():
         assert clusters_from_signatures(items, stored) == expected_clusters
     with pytest.raises(ValueError, match="no signature row"):
         contamination_from_signatures(slim, table.slice(1))
+    # a row no item asks for may hold anything, wherever it is
+    stray = dict(rows[0], item_id="elsewhere/t/0", minhash=b"\x01\x02\x03")
+    for mixed in ([stray, *rows], [*rows[:3], stray, *rows[3:]]):
+        assert contamination_from_signatures(slim, pa.Table.from_pylist(mixed, schema=SIGNATURES_SCHEMA)) == \
+            expected_contamination
     # a MinHash cut short, or missing, is refused like a key hash made with other parameters
     signed = next(n for n, row in enumerate(rows) if row["minhash"] is not None)
     for broken in (rows[signed]["minhash"][:-4], None):
