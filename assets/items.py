@@ -188,6 +188,14 @@ def item_variants(context: dg.AssetExecutionContext, items: pd.DataFrame,
     return dg.Output(frame, data_version=content_version(frame), metadata=counts)
 
 
+# What prompts read of the items (the quality and duplicate policies, the protocol's templates,
+# budgets, topics and few-shot pools) and of their variants (the texts a prompt shows): no
+# question, context or references of the original item, no references of a variant.
+_PROMPTED = ["item_id", "benchmark", "split", "task", "task_group", "domain", "format", "choices", "answer",
+             "metadata", "answer_hash", "source_file", "source_locator"]
+_RENDERED = ["item_id", "variant", "benchmark", "context", "question", "choices", "answer"]
+
+
 @dg.asset(group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
@@ -200,10 +208,10 @@ def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variant
     policy = load_duplicate_policy(sources.path())
     spec = load_sources(sources.path()).get(benchmark)
     evaluate = {benchmark: spec.evaluate} if spec and spec.evaluate else {}
-    usable = quality_items(schema.records(items), {benchmark: spec.quality} if spec else {})
+    usable = quality_items(schema.records(items[_PROMPTED]), {benchmark: spec.quality} if spec else {})
     kept = evaluation_items(usable, schema.records(dedup_clusters), policy)
     kept_ids = {it["item_id"] for it in kept}
-    variants = [v for v in schema.records(item_variants) if v["item_id"] in kept_ids]
+    variants = schema.records(item_variants.loc[item_variants["item_id"].isin(kept_ids), _RENDERED])
     limit = sources.limit()
     columns = build_prompt_columns(kept, variants, evaluate, limit=limit)   # messages already JSON text
     frame = pa.Table.from_pydict(columns, schema=schema.PROMPTS).to_pandas(types_mapper=_NULLABLE_INTS.get)
