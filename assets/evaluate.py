@@ -11,7 +11,7 @@ import pandas as pd
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
 from pipeline import schema
 from pipeline.engines.cache import run_with_cache
-from pipeline.inference import give_golds, plan, response_rows
+from pipeline.inference import give_golds, plan, prompts_for, response_rows
 from pipeline.judge.run import combine_scores
 from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
@@ -63,7 +63,8 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     spec = models.spec(model)
     engine = models.engine(model)
     items_by_id = {it["item_id"]: it for it in schema.records(items)}
-    planned = plan(spec, engine.identity(), benchmark, schema.records(prompts), items_by_id)
+    planned = plan(spec, engine.identity(), benchmark, schema.records(prompts_for(prompts, spec, benchmark)),
+                   items_by_id)
     with models.response_cache() as cache:
         completions, stats = run_with_cache(give_golds(engine, planned, items_by_id), [req for _, req in planned],
                                             cache, log=context.log.info, label=f"{benchmark} x {model}")

@@ -6,11 +6,23 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import pandas as pd
+
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request
-from pipeline.engines.cache import cache_key
+from pipeline.engines.cache import key_maker
 from pipeline.prompts import protocol, settings_for
 from pipeline.schema import OPTION_LETTERS
+
+
+def prompts_for(prompts: pd.DataFrame, spec: ModelSpec, benchmark: str) -> pd.DataFrame:
+    """The rows of a prompts frame that `plan` keeps (this benchmark, the model's variants and
+    settings), picked before the frame is turned into dicts: a model answering one variant of
+    three needs a third of them."""
+    settings = settings_for(benchmark, spec.settings.get(benchmark))
+    keep = ((prompts["benchmark"] == benchmark) & prompts["variant"].isin(list(spec.variants))
+            & prompts["setting"].isin(settings))
+    return prompts[keep]
 
 
 def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Iterable[dict[str, Any]],
@@ -21,6 +33,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
     constrained = {name for name, setting in protocol_settings.items() if setting.get("constrained_choice")}
     model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
+    key = key_maker(spec.name, identity)
     planned = []
     for row in prompts:
         if row["benchmark"] != benchmark or row["variant"] not in spec.variants or row["setting"] not in settings:
@@ -51,7 +64,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         # an engine whose answer depends on the gold (the oracle) has it in its key
         scope = {"gold": item["answer"]} if identity.get("reads_gold") else None
         planned.append((row, Request(
-            cache_key=cache_key(spec.name, identity, messages, sampling, scope),
+            cache_key=key(messages, sampling, scope),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
             constrain_to=constrain_to, choices=letters, labels=tuple(meta.get("labels", ())), picks=picks,
         )))

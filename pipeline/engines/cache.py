@@ -16,6 +16,7 @@ returned but never stored (the next run retries them), and nothing expires."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +27,7 @@ from typing import Any
 from pipeline import paths, stopping
 from pipeline.engines import Completion, Engine, Request
 from pipeline.progress import Progress
-from pipeline.schema import stable_hash
+from pipeline.schema import canonical_json, stable_hash
 
 FILE_NAME = "responses.sqlite"
 _COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error")
@@ -40,6 +41,21 @@ def cache_key(model: str, identity: dict[str, Any], messages: Iterable[dict[str,
     if scope:
         parts["scope"] = scope
     return stable_hash(parts)
+
+
+def key_maker(model: str, identity: dict[str, Any]) -> Callable[..., str]:
+    """`cache_key` bound to one model and engine, for the many prompts of a partition: the same
+    keys, with the parts they share encoded once. The canonical form sorts the top-level keys, so
+    the hashed text is `{"engine":…,"messages":…,"model":…,"sampling":…[,"scope":…]}`."""
+    head = '{"engine":' + canonical_json(identity) + ',"messages":'
+    middle = ',"model":' + canonical_json(model) + ',"sampling":'
+
+    def key(messages: Iterable[dict[str, str]], sampling: dict[str, Any], scope: dict[str, Any] | None = None) -> str:
+        tail = ',"scope":' + canonical_json(scope) + "}" if scope else "}"
+        blob = head + canonical_json(list(messages)) + middle + canonical_json(sampling) + tail
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    return key
 
 
 def cache_file(directory: str | Path | None = None) -> Path:

@@ -10,7 +10,7 @@ import pytest
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request
 from pipeline.engines.baseline import BaselineEngine
-from pipeline.engines.cache import ResponseCache, cache_file, cache_key, open_cache, run_with_cache
+from pipeline.engines.cache import ResponseCache, cache_file, cache_key, key_maker, open_cache, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 from pipeline.inference import give_golds, plan
 
@@ -47,6 +47,19 @@ def test_key_depends_on_model_prompt_sampling_and_scope():
                 cache_key("m", {"e": 1}, msgs, {"temperature": 0.7}),
                 cache_key("m", {"e": 1}, msgs, {"temperature": 0.0}, scope={"gold": "A"}),
                 cache_key("m", {"e": 1}, msgs, {"temperature": 0.0}, scope={"gold": "B"})}) == 7
+
+
+@pytest.mark.parametrize("identity", [{"engine": "openai", "model": "q", "extra": {"b": [1, 2], "a": None}},
+                                      {"engine": "vllm", "dtype": "bfloat16", "seed": 0, "法": "中"}])
+def test_key_maker_gives_cache_key(identity):
+    """plan's keys (shared parts encoded once) are cache_key's, so existing cache rows stay hits."""
+    key = key_maker("served-模型", identity)
+    for messages in ([{"role": "user", "content": "问\"\n"}], ({"role": "system", "content": ""},
+                                                               {"role": "user", "content": "1.5"}), []):
+        for sampling in ({"temperature": 0.0, "max_tokens": None}, {"temperature": 0.7, "max_tokens": 8,
+                                                                    "choice": ["A", "B"]}, {}):
+            for scope in (None, {}, {"gold": "A"}, {"gold": None}):
+                assert key(messages, sampling, scope) == cache_key("served-模型", identity, messages, sampling, scope)
 
 
 def test_transport_settings_stay_out_of_the_key():
@@ -148,3 +161,23 @@ def test_requests_carry_no_gold_and_real_engines_are_never_handed_one():
 def test_the_oracle_refuses_to_answer_without_golds():
     with pytest.raises(RuntimeError, match="use_golds"):
         BaselineEngine("oracle").generate(_requests(1))
+
+
+def test_prompts_for_keeps_exactly_the_rows_plan_answers():
+    """The responses asset turns only these rows into dicts; plan on them equals plan on all rows."""
+    from pipeline import schema
+    from pipeline.inference import prompts_for
+
+    items, base = _duplicates()
+    rows = [dict(row, variant=variant, setting=setting, benchmark=benchmark, item_id=row["item_id"])
+            for row in base for variant in ("original", "simplified", "traditional")
+            for setting in ("zero_shot_ao", "five_shot_ao", "zero_shot_cot")
+            for benchmark in ("aceval", "wenmind")]
+    frame = schema.to_frame(rows, schema.PROMPTS)
+    for spec in (ModelSpec("served", "openai"), ModelSpec("served", "openai", variants=("original", "traditional"),
+                                                        settings={"aceval": ("five_shot_ao", "zero_shot_cot")})):
+        engine = OpenAIEngine(model="q", base_url="http://127.0.0.1:8000/v1", api_key_env=None)
+        picked = prompts_for(frame, spec, "aceval")
+        assert 0 < len(picked) < len(frame)
+        everything = plan(spec, engine.identity(), "aceval", schema.records(frame), items)
+        assert plan(spec, engine.identity(), "aceval", schema.records(picked), items) == everything
