@@ -112,6 +112,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
         if not keys:
             return True
         job = defs.resolve_job_def(job_name)
+        gc.freeze()   # what earlier runs left alive joins the frozen heap (see run_pipeline)
         result = job.execute_in_process(instance=instance, partition_key=partition_key, asset_selection=list(keys),
                                         run_config=run_config, raise_on_error=False, tags=tags)
         if not result.success:
