@@ -185,6 +185,7 @@ def _drawing() -> list[str]:
     return [hashlib.sha256(Path(__file__).read_bytes()).hexdigest(), *versions]
 
 
+@lru_cache(maxsize=1)
 def _font_list() -> list:
     """matplotlib's font cache files (name, size, mtime): the fonts it draws with are read from
     them, so a font it newly finds changes the key. Looked up where matplotlib keeps them, without

@@ -10,7 +10,7 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from pipeline.benchmarks import card
-from pipeline.schema import OPTION_LETTERS, stable_hash
+from pipeline.schema import OPTION_LETTERS, PROMPTS, stable_hash
 
 
 def protocol(benchmark: str) -> dict[str, Any]:
@@ -164,17 +164,17 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
             for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit)]
 
 
-PROMPT_COLUMNS = ("item_id", "benchmark", "variant", "setting", "messages", "max_tokens", "prompt_hash")
 
 
 def build_prompt_columns(items: list[dict[str, Any]], variants: list[dict[str, Any]],
                          evaluate: Mapping[str, Collection[str]] | None = None,
                          limit: int | None = None) -> dict[str, list[Any]]:
-    """build_prompt_rows as columns (PROMPT_COLUMNS, schema.PROMPTS' order), with `messages`
+    """build_prompt_rows as columns (schema.PROMPTS' columns, in its order), with `messages`
     already in the JSON text schema.to_frame writes for it: a table is made without a dict (and
     a list and a dict for the messages) per row."""
-    columns: dict[str, list[Any]] = {name: [] for name in PROMPT_COLUMNS}
-    item_ids, benchmarks, variant_names, settings, messages, budgets, hashes = columns.values()
+    columns: dict[str, list[Any]] = {name: [] for name in PROMPTS.names}
+    item_ids, benchmarks, variant_names, settings, messages, budgets, hashes = (columns[name] for name in (
+        "item_id", "benchmark", "variant", "setting", "messages", "max_tokens", "prompt_hash"))
     for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit):
         item_ids.append(item["item_id"])
         benchmarks.append(item["benchmark"])

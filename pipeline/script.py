@@ -117,7 +117,8 @@ def make_variants(items: Iterable[dict[str, Any]], variants: Sequence[str]) -> l
     return rows
 
 
-# The columns of schema.ITEM_VARIANTS (tested equal; schema imports this module, so not from there).
+# The columns of schema.ITEM_VARIANTS (tested equal; schema imports this module for detect_script, so an
+# import from there would be a circle).
 VARIANT_COLUMNS = pa.schema([
     ("item_id", pa.string()), ("variant", pa.string()), ("benchmark", pa.string()),
     *((name, pa.string()) for name in TEXT_FIELDS[:2]), ("choices", pa.list_(pa.string())),

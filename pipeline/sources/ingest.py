@@ -45,14 +45,17 @@ def source_fingerprints(sources_file: Path, corrections_dir: Path, benchmarks: I
     file, its source files (names, sizes, modification times) and the corrections to its items.
     It changes when that benchmark's data lands, and only then."""
     specs = load_sources(sources_file)
-    corrections = load_corrections(corrections_dir)
+    corrections: dict[str, list[str]] = {}
+    for correction in load_corrections(corrections_dir):
+        corrections.setdefault(correction.benchmark, []).append(repr(correction))
     prints = {}
     for benchmark in benchmarks:
         spec = specs.get(benchmark)
         parts = [repr(spec)]
         files = [] if spec is None or spec.path is None or not spec.path.exists() else \
             sorted(spec.path.rglob("*")) if spec.path.is_dir() else [spec.path]
-        parts += [f"{f}|{f.stat().st_size}|{f.stat().st_mtime_ns}" for f in files if f.is_file()]
-        parts += [repr(c) for c in corrections if c.item_id.split("/", 1)[0] == benchmark]
+        stats = ((f, f.stat()) for f in files if f.is_file())
+        parts += [f"{f}|{st.st_size}|{st.st_mtime_ns}" for f, st in stats]
+        parts += corrections.get(benchmark, [])
         prints[benchmark] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return prints
