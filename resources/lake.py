@@ -9,10 +9,8 @@ Arrow `null` (which DuckDB reads as type "NULL").
 
 Built on Dagster's UPathIOManager, which already lays a multi-partition out as one directory per
 dimension in dimension-name order (`benchmark/model`) and loads one or many upstream partitions;
-this class adds the schema, atomic writes and the row count, and leaves out the base class's debug
-lines ("Loading 1 partitions...", "Loading partition ... from ...", "Writing file at: ..."): each
-is an event the run stores in the event log, three for a step with one input, more than the file
-takes to read (the path is in the output's metadata all the same)."""
+this class adds the schema, atomic writes and the row count. (The base class's per-file debug
+lines are events the run would store; the instance's `python_log_level: INFO` keeps them out.)"""
 
 from __future__ import annotations
 
@@ -80,41 +78,6 @@ class ParquetLake(dg.UPathIOManager):
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-
-    def load_partitions(self, context: dg.InputContext):
-        """The base class's, without its debug lines: one partition -> its frame; several -> a
-        dict by partition key, leaving out missing ones if the input allows it
-        (`allow_missing_partitions` metadata)."""
-        paths = self._get_paths_for_partitions(context)
-        allow_missing = bool((context.definition_metadata or {}).get("allow_missing_partitions", False))
-        loaded = {}
-        for key in context.asset_partition_keys:
-            try:
-                loaded[key] = self.load_from_path(context, paths[key])
-            except FileNotFoundError:
-                if not allow_missing:
-                    raise
-                context.log.warning(self.get_missing_partition_log_message(key))
-        if len(paths) == 1:
-            return next(iter(loaded.values()), None)
-        return loaded
-
-    def handle_output(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> None:
-        """The base class's, without its debug line."""
-        if context.has_asset_partitions:
-            paths = self._get_paths_for_partitions(context)
-            if len(paths) != 1:
-                raise dg.DagsterInvariantViolationError(
-                    f"{type(self).__name__} writes one partition per output, got {len(paths)}: launch a "
-                    "backfill with a multi-run backfill policy")
-            path = next(iter(paths.values()))
-            self._handle_transition_to_partitioned_asset(context, path.parent)
-        else:
-            path = self._get_path(context)
-        self.make_directory(path.parent)
-        self.dump_to_path(context=context, obj=obj, path=path)
-        metadata = {"path": dg.MetadataValue.path(str(path))} if obj is not None else {}
-        context.add_output_metadata({**metadata, **self.get_metadata(context, obj)})
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         if not path.is_file():
