@@ -110,6 +110,41 @@ CONTAMINATION = pa.schema([
     ("similarity", pa.float64()),   # exact Jaccard of the template-free match keys
 ])
 
+def _overlap_field(name: str) -> list[tuple[str, pa.DataType]]:
+    return [(f"{name}_ngrams", pa.int64()),      # the field's n-grams (0: shorter than n characters)
+            (f"{name}_matched", pa.int64()),     # ... found in the corpus
+            (f"{name}_share", pa.float64()),     # matched / ngrams; null without n-grams
+            (f"{name}_longest", pa.int64()),     # characters covered by the longest run of matched n-grams
+            (f"{name}_file", _str),              # evidence: the corpus file of that run's first n-gram,
+            (f"{name}_doc", _str),               # ... the document (its id field, or file@sha1 of its text),
+            (f"{name}_offset", pa.int64()),      # ... characters into the document's text,
+            (f"{name}_snippet", _str)]           # ... and the original text there
+
+
+# One row per item x user corpus (pipeline/contamination): input = context + question, label = the
+# gold as text (an MCQ's right option) + references.
+CORPUS_OVERLAP = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("task", _str),
+    ("corpus", _str),
+    ("corpus_version", _str),
+    ("ngram", pa.int64()),
+    ("threshold", pa.float64()),
+    *_overlap_field("input"),
+    *_overlap_field("label"),
+    ("status", _str),               # checked | too_short (no field has an n-gram)
+    ("contaminated", pa.bool_()),   # a field's share >= threshold; null when too_short
+    ("kind", _str),                 # input_and_label | input | label (which fields); null when clean
+])
+
+# A corpus file that could not be read: the scan went on without it.
+CORPUS_QUARANTINE = pa.schema([
+    ("corpus", _str),
+    ("path", _str),
+    ("reason", _str),
+])
+
 PROMPTS = pa.schema([
     ("item_id", _str),
     ("benchmark", _str),
