@@ -40,8 +40,16 @@ from pipeline import stopping
 from pipeline.contamination.corpora import CorpusSpec, format_of, is_url, shard_paths
 from pipeline.contamination.index import ItemIndex, Lookup
 from pipeline.contamination.scan import (
-    MATCHES, Documents, FileStats, ShardError, looks_binary, parse_json, parse_lines, parse_parquet_batch,
-    scan_documents, smallest_per_hash,
+    MATCHES,
+    Documents,
+    FileStats,
+    ShardError,
+    looks_binary,
+    parse_json,
+    parse_lines,
+    parse_parquet_batch,
+    scan_documents,
+    smallest_per_hash,
 )
 
 SCAN_VERSION = "1"               # bump when what a file's scan holds changes: cached scans are redone
@@ -448,26 +456,26 @@ def _plain(path: str) -> str:
     return os.path.abspath(path.removeprefix("file://")) if "://" not in path.removeprefix("file://") else path
 
 
-def ray_session(address: str | None, workers: int | None):
+def ray_session(address: str | None, workers: int | None) -> None:
     """ray.init for a scan: a cluster by address (`ray start --head` / KubeRay's service), or a
     local Ray started on the spot with `workers` CPUs."""
     import ray
 
     if ray.is_initialized():
-        return ray
+        return
     kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
     if address:
         ray.init(address=address, **kwargs)
     else:
         ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
-    return ray
 
 
 def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: CorpusSpec, workers: int | None,
               log: Callable[[str], None], name: str) -> Iterator[tuple[str, pa.Table, FileStats, str | None]]:
     if not files:
         return
-    ray = ray_session(spec.ray_address, workers)
+    ray_session(spec.ray_address, workers)
+    import ray
     import ray.data
 
     ray.data.DataContext.get_current().enable_progress_bars = False
