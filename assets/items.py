@@ -6,6 +6,7 @@ so it alone reads every benchmark's items."""
 
 
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 import pandas as pd
@@ -141,11 +142,16 @@ def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame):
                                         "first 50": dg.MetadataValue.json(conflicts[:50])})
 
 
-def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
-    """The non-empty lake files of every benchmark partition of `asset` built so far, by
-    benchmark name, read for `columns` only (a partition not built yet is simply absent)."""
+def built_partitions(asset: str) -> list[Path]:
+    """The lake files of every benchmark partition of `asset` built so far, by benchmark name (a
+    partition not built yet is simply absent)."""
     files = (partition_file(paths.lake_dir(), asset, name) for name in sorted(benchmarks.names()))
-    tables = (pq.read_table(file, columns=columns) for file in files if file.is_file())
+    return [file for file in files if file.is_file()]
+
+
+def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
+    """The non-empty built partitions of `asset`, read for `columns` only."""
+    tables = (pq.read_table(file, columns=columns) for file in built_partitions(asset))
     return [table for table in tables if table.num_rows]
 
 

@@ -22,7 +22,7 @@ from resources.engines import WarehouseResource
 # judge_reliability after the partitions re-run: reacting to them as well would publish once
 # with the old responses and again with the new ones. (A change that touches only a side report,
 # say a correction gone stale, is published by the next run that changes scores, or `wenheng run`.)
-SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination")
+SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_overlap", "corpus_quarantine")
 
 
 def after_evaluation() -> dg.AutomationCondition:
@@ -35,7 +35,7 @@ def after_evaluation() -> dg.AutomationCondition:
     group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
     # It loads every lake table (BASE_TABLES in pipeline/warehouse.py); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
-    # responses, judgements and scores all lead to, and the three side reports no other asset reads.
+    # responses, judgements and scores all lead to, and the side reports no other asset reads.
     deps=[judge_reliability, *SIDE_REPORTS],
     automation_condition=after_evaluation(),
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",

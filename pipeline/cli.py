@@ -111,12 +111,16 @@ def build_parser() -> argparse.ArgumentParser:
     s_p.add_argument("--setting", help="prompt setting (default: the benchmark's first default setting)")
     s_p.add_argument("--variant", default="original", help="script variant (default: original)")
     s_p.add_argument("-o", "--output", required=True, metavar="FILE", help="the JSON file to write")
+
+    from pipeline.contamination.commands import add_parser as add_contamination
+    add_contamination(sub)
     return parser
 
 
 COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql), "leaderboard": lambda a: leaderboard(a.benchmark),
             "models": lambda a: list_models(a), "tasks": lambda a: list_tasks(a), "report": lambda a: report(a),
-            "diff": lambda a: diff(a), "submission": lambda a: write_submission(a)}
+            "diff": lambda a: diff(a), "submission": lambda a: write_submission(a),
+            "contamination": lambda a: contamination(a)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,11 +169,13 @@ def run(args: argparse.Namespace) -> int:
 
     from pipeline import benchmarks
     from pipeline.config import load_config
+    from pipeline.contamination.corpora import load_corpora
     from pipeline.runner import run_pipeline
 
     for name in args.benchmark or ():
         benchmarks.card(name)   # an unknown name: one line listing the known ones
     sources, models = load_config(paths.sources_file(), paths.models_file())  # every problem, before any stage
+    corpora = list(load_corpora(paths.corpora_file()))   # each is scanned (only its changed files are read)
     chosen = list(dict.fromkeys(args.benchmark or sources))
     unconfigured = [b for b in chosen if b not in sources]
     if unconfigured:
@@ -189,7 +195,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with locking.hold():   # one writer per lake, warehouse and cache
             try:
-                summary = run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=_say)
+                summary = run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=_say,
+                                       corpora=corpora)
             finally:
                 from pipeline.engines.vllm_engine import shutdown_engines
 
@@ -417,6 +424,12 @@ def query(sql: str) -> int:
         return 1
     _print_frame(frame)
     return 0
+
+
+def contamination(args: argparse.Namespace) -> int:
+    from pipeline.contamination.commands import main as contamination_main
+
+    return contamination_main(args)
 
 
 def write_submission(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import warnings
 
 import dagster as dg
 
+from assets.contamination import corpora_partitions, corpus_overlap
 from assets.evaluate import models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
@@ -20,7 +21,7 @@ from pipeline.config import ConfigError, load_models
 from pipeline.corrections import CorrectionsError
 from pipeline.executors import executor_from_env
 from pipeline.sources.ingest import source_fingerprints
-from resources.engines import ModelsResource, SourcesResource, WarehouseResource
+from resources.engines import CorporaResource, ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 
 # Output(data_version=...) is marked beta; it is what lets unchanged data leave downstream fresh.
@@ -28,6 +29,7 @@ warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 # The files the resources use, as environment variables the UI shows by name (dg.EnvVar).
 PATH_VARIABLES = {"WENHENG_SOURCES": paths.sources_file, "WENHENG_MODELS": paths.models_file,
+                  "WENHENG_CORPORA": paths.corpora_file,
                   "WENHENG_WAREHOUSE": paths.warehouse_file, "WENHENG_CACHE": paths.cache_dir,
                   "WENHENG_LAKE": paths.lake_dir}
 
@@ -54,6 +56,10 @@ evaluate_job = dg.define_asset_job(
     "evaluate", selection=dg.AssetSelection.assets(responses, judgements, scores, judge_reliability),
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
                 "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
+scan_job = dg.define_asset_job(
+    "scan", selection=dg.AssetSelection.groups("contamination"),
+    description="One corpus of data/corpora.yaml against every benchmark item: corpus_overlap and "
+                "corpus_quarantine (only the corpus files that changed are read again).")
 publish_job = dg.define_asset_job(
     "publish", selection=dg.AssetSelection.groups("warehouse") | dg.AssetSelection.assets(contamination),
     description="Contamination across benchmarks; load the lake into data/warehouse.duckdb and build sql/ "
@@ -89,6 +95,22 @@ def models_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
 
 
+@dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Adds a corpus partition for each entry of corpora.yaml.")
+def corpora_sensor(context: dg.SensorEvaluationContext):
+    from pipeline.contamination.corpora import load_corpora
+
+    try:
+        names = sorted(load_corpora(paths.corpora_file(), paths.scanned_corpora_file()))
+    except ConfigError as exc:
+        return dg.SkipReason(str(exc))
+    known = set(context.instance.get_dynamic_partitions(corpora_partitions.name))
+    new = [n for n in names if n not in known]
+    if not new:
+        return dg.SkipReason("every configured corpus already has a partition")
+    return dg.SensorResult(dynamic_partitions_requests=[corpora_partitions.build_add_request(new)])
+
+
 @dg.sensor(job=prepare_job, minimum_interval_seconds=60,
            description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
                        "changed; responses, scores and the warehouse follow through their automation conditions.")
@@ -117,10 +139,11 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 
 defs = dg.Definitions(
     assets=[raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
-            responses, judgements, scores, judge_reliability, warehouse, leaderboard, *paper_tables_assets],
-    jobs=[prepare_job, evaluate_job, publish_job],
+            responses, judgements, scores, judge_reliability, corpus_overlap, warehouse, leaderboard,
+            *paper_tables_assets],
+    jobs=[prepare_job, evaluate_job, scan_job, publish_job],
     schedules=[nightly_rebuild],
-    sensors=[models_sensor, source_changes_sensor, automation_sensor],
+    sensors=[models_sensor, corpora_sensor, source_changes_sensor, automation_sensor],
     # WENHENG_EXECUTOR: in_process (default), multiprocess or k8s (GPUs for the inference-pool steps)
     executor=executor_from_env([responses, judgements, scores, judge_reliability]),
     resources={
@@ -128,5 +151,8 @@ defs = dg.Definitions(
         "sources": SourcesResource(sources_file=dg.EnvVar("WENHENG_SOURCES")),
         "models": ModelsResource(models_file=dg.EnvVar("WENHENG_MODELS"), cache_dir=dg.EnvVar("WENHENG_CACHE")),
         "warehouse_db": WarehouseResource(database=dg.EnvVar("WENHENG_WAREHOUSE")),
+        "corpora": CorporaResource(corpora_file=dg.EnvVar("WENHENG_CORPORA")),
+        # the Ray engine's scan runs as a Pipes subprocess (assets/contamination.py says why)
+        "pipes_subprocess_client": dg.PipesSubprocessClient(),
     },
 )

@@ -49,3 +49,14 @@ def model_store() -> Path:
     """Bundled models converted for vLLM (hundreds of MB, minutes to build): kept apart from
     the response cache so a fresh cache or a test never rebuilds them."""
     return _env_path("WENHENG_MODEL_STORE", DATA_DIR / "cache" / "models")
+
+
+def corpora_file() -> Path:
+    """The corpora scanned for contamination (pipeline/contamination/corpora.py)."""
+    return _env_path("WENHENG_CORPORA", DATA_DIR / "corpora.yaml")
+
+
+def scanned_corpora_file() -> Path:
+    """Corpora scanned from the command line (`wenheng contamination scan PATH...`), kept so their
+    partitions can be rebuilt."""
+    return cache_dir() / "corpora.scanned.yaml"

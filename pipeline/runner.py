@@ -1,6 +1,7 @@
-"""Running the graph in-process, in three phases that match the jobs:
+"""Running the graph in-process, in phases that match the jobs:
 prepare (one run per requested benchmark) -> evaluate (one run per benchmark x model partition) ->
-publish (one run: contamination across benchmarks, then the warehouse and its table assets).
+scan (one run per corpus of data/corpora.yaml, when any) -> publish (one run: contamination across
+benchmarks, then the warehouse and its table assets).
 
 Runs go into the Dagster instance at $DAGSTER_HOME, so `dagster dev` shows them afterwards; every
 run of one `run_pipeline` call carries the tag `wenheng/run=<id>` (filter on it in the UI's run
@@ -53,9 +54,11 @@ def new_run_tag() -> str:
 
 
 def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None = None,
-                 log: Callable[[str], None] = print, run_tag: str | None = None) -> RunSummary:
-    """Materialize the requested benchmarks' item stages, each benchmark x model partition, then
-    the warehouse. Other benchmarks' partitions are left as they are."""
+                 log: Callable[[str], None] = print, run_tag: str | None = None,
+                 corpora: list[str] | None = None) -> RunSummary:
+    """Materialize the requested benchmarks' item stages, each benchmark x model partition, each
+    corpus's overlap with the items, then the warehouse. Other benchmarks' partitions are left as
+    they are."""
     import pipeline.definitions  # noqa: F401  (loaded before the freeze below)
 
     _instance()
@@ -65,15 +68,16 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     # uncollectable after the run (native extensions report such objects as leaks at exit).
     gc.freeze()
     try:
-        return _run_pipeline(benchmarks, models, selection, log, run_tag)
+        return _run_pipeline(benchmarks, models, selection, log, run_tag, corpora or [])
     finally:
         gc.unfreeze()
 
 
 def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | None,
-                  log: Callable[[str], None], run_tag: str | None) -> RunSummary:
+                  log: Callable[[str], None], run_tag: str | None, corpora: list[str]) -> RunSummary:
     import dagster as dg
 
+    from assets.contamination import corpora_partitions
     from assets.evaluate import models_partitions
     from assets.sources import benchmark_partitions
     from pipeline.definitions import defs, export_path_defaults
@@ -87,6 +91,9 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
     missing = [m for m in models if m not in known]
     if missing:
         instance.add_dynamic_partitions(models_partitions.name, missing)
+    new_corpora = [c for c in corpora if c not in set(instance.get_dynamic_partitions(corpora_partitions.name))]
+    if new_corpora:
+        instance.add_dynamic_partitions(corpora_partitions.name, new_corpora)
     graph = defs.resolve_asset_graph()
     chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
     # Dagster's own console lines (step failures with stack traces) stay in the run history the
@@ -97,7 +104,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
         """The chosen assets of one phase, by group: prepare's per benchmark, prepare's across
         benchmarks (contamination), evaluate's, publish's (the warehouse and its table assets)."""
         groups = {"prepare": ("sources", "items"), "prepare_across": ("sources", "items"), "evaluate": ("evaluate",),
-                  "publish": ("warehouse",)}[phase]
+                  "scan": ("contamination",), "publish": ("warehouse",)}[phase]
         keys = {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
         if phase.startswith("prepare"):
             per_benchmark = phase == "prepare"
@@ -144,7 +151,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
         if not result.success and summary.stopped is None:
             for event in result.all_events:
                 if event.is_failure:
-                    log(f"  FAILED: {event.message}")
+                    log(f"  FAILED: {event.message}" + _cause(event))
         return result.success
 
     def stopped() -> bool:
@@ -157,8 +164,8 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
 
     log(f"run {RUN_TAG}={summary.run_tag} (filter on this tag in the Dagster UI)")
     # each phase's assets, once: the graph does not change during a run
-    per_benchmark, across, evaluate, publish = (phase_keys(p) for p in ("prepare", "prepare_across",
-                                                                        "evaluate", "publish"))
+    per_benchmark, across, evaluate, scan, publish = (phase_keys(p) for p in ("prepare", "prepare_across",
+                                                                              "evaluate", "scan", "publish"))
     started = time.perf_counter()
     for benchmark in benchmarks if per_benchmark else []:
         if stopped():
@@ -182,6 +189,17 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
     if stopped():
         return summary
     started = time.perf_counter()
+    for corpus in corpora if scan else []:
+        if stopped():
+            timed("scan", started)
+            return summary
+        log(f"scan: {corpus}: corpus files -> n-grams -> every benchmark item")
+        summary.ok &= execute("scan", scan, corpus)
+    if corpora and scan:
+        timed("scan", started)
+    if stopped():
+        return summary
+    started = time.perf_counter()
     if across or publish:
         # contamination (across benchmarks) runs in the publish run, before the warehouse that
         # reads it: one run fewer than a run of its own, and it still follows every prepare
@@ -190,6 +208,22 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
         summary.ok &= execute("publish", across | publish)
         timed("publish", started)
     return summary
+
+
+def _cause(event) -> str:
+    """What made a step fail, in one line: a dg.Failure's description, else the error's message
+    (its type and first line), never the stack trace (that stays in the run's history)."""
+    data = getattr(event, "event_specific_data", None)
+    failure = getattr(data, "user_failure_data", None)
+    if failure is not None and failure.description:
+        return f" {failure.description}"
+    error = getattr(data, "error", None)
+    # Dagster wraps the error user code raised: its cause is what the user needs to read
+    while error is not None and error.cause is not None and "dagster" in (error.cls_name or "").lower():
+        error = error.cause
+    if error is None or not getattr(error, "message", None):
+        return ""
+    return " " + error.message.strip().splitlines()[0] if error.message.strip() else ""
 
 
 _INSTANCES: dict[str, Any] = {}
@@ -251,4 +285,5 @@ def _alive(pid: int) -> bool:
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
-          "output_tokens_per_s", "scored", "item_mean_rule_score", "pairs", "judged", "judge_calls_sent", "unparseable"}
+          "output_tokens_per_s", "scored", "item_mean_rule_score", "pairs", "judged", "judge_calls_sent", "unparseable",
+          "files scanned", "files reused", "files quarantined", "MB", "contaminated", "too short"}

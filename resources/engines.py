@@ -64,3 +64,17 @@ class WarehouseResource(dg.ConfigurableResource):
 
     def path(self) -> Path:
         return Path(self.database) if self.database else paths.warehouse_file()
+
+
+class CorporaResource(dg.ConfigurableResource):
+    """The corpora scanned for contamination: data/corpora.yaml (or WENHENG_CORPORA), plus those
+    scanned from the command line."""
+    corpora_file: str = ""  # empty: data/corpora.yaml (or WENHENG_CORPORA)
+
+    def path(self) -> Path:
+        return Path(self.corpora_file) if self.corpora_file else paths.corpora_file()
+
+    def specs(self) -> dict:
+        from pipeline.contamination.corpora import load_corpora
+
+        return load_corpora(self.path(), paths.scanned_corpora_file())

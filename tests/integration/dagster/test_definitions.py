@@ -10,7 +10,9 @@ from conftest import ROOT, write_yaml
 from pipeline.definitions import defs, models_sensor
 
 # the Definitions object, the in-process runner, and the executor the definitions are built with
-DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/executors.py"}
+# pipes_job.py is the Ray scan's Dagster Pipes entry point (the external side: dagster_pipes only)
+DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/executors.py",
+                   "pipeline/contamination/pipes_job.py"}
 
 
 ITEM_STAGES = ("raw_items", "items", "quarantine", "corrections_audit", "item_signatures", "dedup_clusters", "item_variants",

@@ -1,0 +1,136 @@
+"""Contamination against a user's own corpus: `corpus_overlap` and `corpus_quarantine`, one
+partition per corpus of data/corpora.yaml (pipeline/contamination).
+
+Every benchmark's items are read from the lake (all of them: a corpus is compared with every item).
+The local engine scans in this step; the Ray engine runs in a subprocess launched through Dagster
+Pipes (`pipeline/contamination/pipes_job.py`): its logs and summary stream back to this step, and
+the Ray driver (its runtime, threads and memory) lives and dies outside the step process. Pipes
+needs nothing beyond Dagster, and the same command works against a cluster (`ray_address`);
+dagster-ray would add a dependency to manage clusters that `ray start` or KubeRay already run.
+"""
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import dagster as dg
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from assets.items import built_partitions
+from assets.sources import content_version, eager_on_changed_data
+from pipeline import paths, progress, schema
+from pipeline.contamination.corpora import CorpusSpec
+from pipeline.contamination.index import ITEM_COLUMNS
+from pipeline.contamination.run import compute_overlap, summary
+from resources.engines import CorporaResource
+
+corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
+ENGINE_ENV = "WENHENG_SCAN_ENGINE"   # local | ray: overrides the corpus's engine for a run (the CLI's --engine)
+
+
+@dg.multi_asset(
+    group_name="contamination", code_version="1", can_subset=False, partitions_def=corpora_partitions,
+    # every benchmark's items, read from the lake for the columns the index needs
+    deps=[dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
+    outs={
+        "corpus_overlap": dg.AssetOut(
+            io_manager_key="lake", kinds={"parquet"},
+            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
+            description="One row per benchmark item x corpus: the share of the item's input and label "
+                        "n-grams the corpus holds, the longest run, evidence, contaminated."),
+        "corpus_quarantine": dg.AssetOut(
+            io_manager_key="lake", kinds={"parquet"},
+            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
+            description="Corpus files that could not be read, with the reason; the others were scanned."),
+    },
+)
+def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
+                   pipes_subprocess_client: dg.PipesSubprocessClient):
+    """Scans the corpus (only its files that changed since the last scan, unless the items' n-gram
+    index changed) and compares it with every built benchmark item."""
+    name = context.partition_key
+    specs = corpora.specs()
+    if name not in specs:
+        raise dg.Failure(f"corpus {name!r} is not in {corpora.path()} (configured: {', '.join(specs) or 'none'})")
+    spec = specs[name]
+    engine = os.environ.get(ENGINE_ENV) or spec.engine
+    items_files = [str(f) for f in built_partitions("items")]
+    if not items_files:
+        raise dg.Failure("no benchmark items are built yet: run `wenheng run` (or materialize `items`) first")
+    if engine == "ray":
+        rows, quarantine, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files)
+    else:
+        result = compute_overlap(spec, name, read_items(items_files), paths.cache_dir(), engine="local",
+                                 log=_progress_log(context))
+        rows, quarantine, info = result.rows, result.quarantine, summary(result)
+    overlap = schema.to_frame(rows, schema.CORPUS_OVERLAP)
+    bad = schema.to_frame(quarantine, schema.CORPUS_QUARANTINE)
+    yield dg.Output(overlap, output_name="corpus_overlap", data_version=content_version(overlap),
+                    metadata=_metadata(info, overlap))
+    yield dg.Output(bad, output_name="corpus_quarantine", data_version=content_version(bad),
+                    metadata={"files": len(bad), "first": dg.MetadataValue.json(quarantine[:20])})
+
+
+def _progress_log(context: dg.AssetExecutionContext):
+    """Progress lines to the run's log and to the terminal `wenheng` claimed (inside a step, stderr
+    is a pipe), so a long scan is seen as it goes."""
+    stream = progress.default_stream()
+
+    def log(line: str) -> None:
+        context.log.info(line)
+        print(f"[wenheng]   {line}", file=stream, flush=True)
+    return log
+
+
+def read_items(files: list[str]) -> list[dict]:
+    return pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in files]).to_pylist()
+
+
+def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: CorpusSpec, name: str,
+                   items_files: list[str]) -> tuple[list[dict], list[dict], dict]:
+    with tempfile.TemporaryDirectory(prefix="wenheng-scan-") as out:
+        invocation = client.run(
+            context=context, command=[sys.executable, "-m", "pipeline.contamination.pipes_job"],
+            extras={"corpus": name, "spec": spec.model_dump(), "items_files": items_files,
+                    "cache_dir": str(paths.cache_dir()), "out_dir": out},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.PROJECT_ROOT),
+                                                                           os.environ.get("PYTHONPATH")]))})
+        messages = invocation.get_custom_messages()
+        info = messages[-1] if messages else {}
+        rows = pq.read_table(Path(out) / "overlap.parquet").to_pylist()
+        quarantine = pq.read_table(Path(out) / "quarantine.parquet").to_pylist()
+    return rows, quarantine, info
+
+
+def _metadata(info: dict, overlap: pd.DataFrame) -> dict:
+    per_benchmark = info.get("per benchmark", {})
+    table = ["| benchmark | items | checked | too short | contaminated | rate | input | label |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for bench, b in sorted(per_benchmark.items()):
+        rate = "-" if b["rate"] is None else f"{100 * b['rate']:.1f}%"
+        table.append(f"| {bench} | {b['items']} | {b['checked']} | {b['too short']} | {b['contaminated']} | "
+                     f"{rate} | {b['input']} | {b['label']} |")
+    hist = info.get("input share histogram", {})
+    histogram = ["| input share | items |", "| --- | ---: |", *(f"| {k} | {v} |" for k, v in hist.items())]
+    contaminated = overlap["contaminated"].eq(True).to_numpy(dtype=bool)   # null (too short) is not
+    flagged = overlap[contaminated]
+    near = overlap[~contaminated & (overlap["input_matched"] > 0).to_numpy(dtype=bool)]
+    examples = {"contaminated": _examples(flagged.sort_values("input_share", ascending=False)),
+                "below the threshold": _examples(near.sort_values("input_share", ascending=False))}
+    keep = ("engine", "files", "files scanned", "files reused", "files quarantined", "MB", "seconds", "items",
+            "contaminated", "too short", "ngram", "index")
+    return {**{k: info[k] for k in keep if k in info},
+            "per benchmark": dg.MetadataValue.md("\n".join(table)),
+            "input shares": dg.MetadataValue.md("\n".join(histogram)),
+            "examples": dg.MetadataValue.json(examples)}
+
+
+def _examples(frame: pd.DataFrame, n: int = 5) -> list[dict]:
+    return [{"item": r.item_id, "input share": round(float(r.input_share), 3) if pd.notna(r.input_share) else None,
+             "label share": round(float(r.label_share), 3) if pd.notna(r.label_share) else None,
+             "longest run": int(r.input_longest), "document": r.input_doc, "snippet": r.input_snippet}
+            for r in frame.head(n).itertuples()]
+

@@ -1,0 +1,196 @@
+"""`wenheng contamination scan` and `wenheng contamination report`.
+
+    wenheng contamination scan                        every corpus of data/corpora.yaml
+    wenheng contamination scan --name poetry          one of them
+    wenheng contamination scan PATH... --name mine    files, folders or globs, read as one corpus
+        [--format jsonl|json|parquet|txt] [--field KEY ...] [--id-field KEY] [--version V]
+        [--ngram N] [--threshold T] [--engine local|ray] [--ray-address ADDRESS]
+    wenheng contamination report [--corpus NAME]
+
+A user's mistake is a ConfigError: one line, exit 2. A scan runs the `scan` job (the
+corpus_overlap partition of each corpus) and then `publish`
+through the same runner as `wenheng run`, so the runs show in the Dagster UI; benchmarks whose
+items were never built are prepared first. Then the report is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import sys
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pipeline import paths
+from pipeline.config import ConfigError
+
+STRUCTURED = ("jsonl", "json", "parquet")
+
+
+def add_parser(sub) -> None:
+    c_p = sub.add_parser("contamination", help="scan your own corpus against every benchmark item; report the "
+                                               "contamination rates and every paper table on the clean items")
+    c_sub = c_p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    s_p = c_sub.add_parser("scan", help="scan corpora (from data/corpora.yaml, or PATHs) and publish corpus_overlap",
+                           description="Character n-grams (NFKC, OpenCC t2s, no punctuation or space) of every "
+                                       "benchmark item's input and label, looked up in the corpus. Only files that "
+                                       "changed since the last scan are read again.")
+    s_p.add_argument("paths", nargs="*", metavar="PATH",
+                     help="files, folders or globs (quote them) to scan as one corpus; none: the corpora of "
+                          "data/corpora.yaml (or $WENHENG_CORPORA)")
+    s_p.add_argument("--name", metavar="NAME", help="the corpus's name (with PATHs: default the first file's name; "
+                                                    "without: one corpus of corpora.yaml)")
+    s_p.add_argument("--format", choices=("jsonl", "json", "parquet", "txt"),
+                     help="how to read the files (default: from each file's extension)")
+    s_p.add_argument("--field", action="append", metavar="KEY",
+                     help="a key holding text (repeatable; dotted paths and lists work; default: text)")
+    s_p.add_argument("--id-field", metavar="KEY", help="the documents' own id (default: file name + hash of the text)")
+    s_p.add_argument("--version", metavar="V",
+                     help="the corpus's version, recorded on every row (default: unversioned)")
+    s_p.add_argument("--ngram", type=int, metavar="N", help="characters per n-gram (default 13)")
+    s_p.add_argument("--threshold", type=float, metavar="T",
+                     help="share of a field's n-grams that makes an item contaminated (default 0.5)")
+    s_p.add_argument("--engine", choices=("local", "ray"), help="local (default: this machine's cores) or ray")
+    s_p.add_argument("--ray-address", metavar="ADDRESS",
+                     help="a Ray cluster (e.g. ray://head:10001; default: a local Ray started for the scan)")
+    r_p = c_sub.add_parser("report", help="print the contamination rates and the clean-vs-all paper tables")
+    r_p.add_argument("--corpus", metavar="NAME", help="one corpus (default: all scanned)")
+
+
+def _say(message: str) -> None:
+    print(f"[wenheng] {message}", flush=True)
+
+
+def _error(message: str) -> None:
+    print(f"wenheng: {message}", file=sys.stderr)
+
+
+def main(args: argparse.Namespace) -> int:
+    return scan(args) if args.action == "scan" else report(args.corpus)
+
+
+def _default_name(path: str) -> str:
+    stem = Path(path.rstrip("/*")).name.split(".")[0] or "corpus"
+    return re.sub(r"[^A-Za-z0-9._-]", "-", stem).strip("-._") or "corpus"
+
+
+def _adhoc_spec(args: argparse.Namespace):
+    from pipeline.contamination.corpora import CorpusSpec, _absolute, check_spec, format_of, shard_paths
+
+    spec_args = {"paths": [_absolute(p, Path.cwd()) for p in args.paths], "format": args.format,
+                 "version": args.version or "unversioned", "id_field": args.id_field}
+    for key in ("ngram", "threshold", "engine", "ray_address"):
+        value = getattr(args, key)
+        if value is not None:
+            spec_args[key] = value
+    try:
+        spec = CorpusSpec(**spec_args)
+    except ValidationError as exc:   # one line per problem, named by its flag
+        raise ConfigError("\n".join(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']} "
+                                    f"(got {e.get('input')!r})" for e in exc.errors())) from None
+    formats = {args.format} if args.format else {format_of(f) for f in shard_paths(spec)}
+    fields = args.field or (["text"] if formats & set(STRUCTURED) else [])
+    spec = spec.model_copy(update={"fields": fields})
+    problems = check_spec(spec)
+    if problems:
+        raise ConfigError("\n".join(f"contamination scan: {line}" for line in problems))
+    return spec
+
+
+def scan(args: argparse.Namespace) -> int:
+    from pipeline.contamination.corpora import load_corpora, save_scanned
+    from pipeline.contamination.run import check_fields
+
+    configured = load_corpora(paths.corpora_file())
+    every = load_corpora(paths.corpora_file(), paths.scanned_corpora_file())
+    if args.paths:
+        name = args.name or _default_name(args.paths[0])
+        if name in configured:
+            raise ConfigError(f"corpus {name!r} is configured in {paths.corpora_file()}: scan it with `--name {name}` "
+                            "and no PATH, or choose another --name")
+        spec = _adhoc_spec(args)
+        check_fields(spec, name)
+        save_scanned(paths.scanned_corpora_file(), name, spec)
+        names = [name]
+        engine = spec.engine
+    else:
+        for flag in ("format", "field", "id_field", "version", "ngram", "threshold", "ray_address"):
+            if getattr(args, flag) not in (None, []):
+                raise ConfigError(f"--{flag.replace('_', '-')} describes files given as PATHs; for a corpus of "
+                                f"{paths.corpora_file()} set it there")
+        if args.name and args.name not in every:
+            raise ConfigError(f"no corpus {args.name!r} in {paths.corpora_file()} (configured: "
+                            f"{', '.join(every) or 'none'}); give PATHs to scan files")
+        names = [args.name] if args.name else list(configured)
+        if not names:
+            raise ConfigError(f"no corpus is configured in {paths.corpora_file()}: give PATHs "
+                            "(`wenheng contamination scan corpus/*.jsonl --name mine`) or add one there")
+        for n in names:
+            check_fields(every[n], n)
+        engine = args.engine or every[names[0]].engine
+    if args.engine:
+        from assets.contamination import ENGINE_ENV
+
+        os.environ[ENGINE_ENV] = args.engine
+    if engine == "ray" or args.engine == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ConfigError("the ray engine needs Ray: pip install 'wenheng[ray]' (or use --engine local)") from None
+    return _run_scan(names)
+
+
+def _unprepared() -> list[str]:
+    """Configured benchmarks whose items were never built: they are prepared before the scan."""
+    from pipeline.config import load_sources
+    from resources.lake import partition_file
+
+    return [b for b in load_sources(paths.sources_file())
+            if not partition_file(paths.lake_dir(), "items", b).is_file()]
+
+
+def _run_scan(names: list[str]) -> int:
+    os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from pipeline import locking, progress, stopping
+    from pipeline.runner import run_pipeline
+
+    progress.claim_terminal()   # the scan's progress lines, from inside its Dagster step
+    prepare = _unprepared()
+    if prepare:
+        _say(f"items of {', '.join(prepare)} are not built yet: preparing them first")
+    started = time.perf_counter()
+    stopping.watch_signals()
+    try:
+        with locking.hold():
+            summary = run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say)
+    except locking.LockHeld as exc:
+        _error(str(exc))
+        return 75   # EX_TEMPFAIL, as `wenheng run`
+    if summary.stopped is not None or stopping.stop_requested():
+        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
+        _say(f"stopped by {name} after {time.perf_counter() - started:.1f} s: the corpus files scanned so far "
+            "are kept; the next scan reads only the rest")
+        return stopping.exit_code()
+    _say(f"{'done' if summary.ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
+    if not summary.ok:
+        return 1
+    for name in names:
+        report(name)
+    return 0
+
+
+def report(corpus: str | None) -> int:
+    from pipeline.contamination.tables import corpus_names, report_text
+    from pipeline.warehouse import connect_readonly
+
+    with connect_readonly(paths.warehouse_file()) as con:
+        if corpus and corpus not in corpus_names(con):
+            raise ConfigError(f"no scan of corpus {corpus!r} in the warehouse (scanned: "
+                            f"{', '.join(corpus_names(con)) or 'none'}); run `wenheng contamination scan`")
+        print(report_text(con, corpus))
+    return 0

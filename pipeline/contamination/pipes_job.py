@@ -1,0 +1,39 @@
+"""The Ray engine's scan, as a Dagster Pipes subprocess of the `corpus_overlap` asset:
+
+    python -m pipeline.contamination.pipes_job      (launched by dg.PipesSubprocessClient)
+
+It reads the corpus spec, the items' lake files and the output folder from the Pipes extras,
+scans with Ray (a local Ray on this machine's cores, or the cluster at the spec's `ray_address`),
+streams its progress lines to Dagster's log, writes overlap.parquet and quarantine.parquet to the
+output folder and sends the summary back as a custom message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from dagster_pipes import open_dagster_pipes
+
+from pipeline import schema
+from pipeline.contamination.corpora import CorpusSpec
+from pipeline.contamination.index import ITEM_COLUMNS
+from pipeline.contamination.run import compute_overlap, summary
+
+
+def main() -> None:
+    with open_dagster_pipes() as pipes:
+        extras = pipes.extras
+        spec = CorpusSpec.model_validate(extras["spec"])
+        items = pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in extras["items_files"]]).to_pylist()
+        result = compute_overlap(spec, extras["corpus"], items, Path(extras["cache_dir"]), engine="ray",
+                                 log=pipes.log.info)
+        out = Path(extras["out_dir"])
+        pq.write_table(pa.Table.from_pylist(result.rows, schema=schema.CORPUS_OVERLAP), out / "overlap.parquet")
+        pq.write_table(pa.Table.from_pylist(result.quarantine, schema=schema.CORPUS_QUARANTINE),
+                       out / "quarantine.parquet")
+        pipes.report_custom_message(summary(result))
+
+
+if __name__ == "__main__":
+    main()
