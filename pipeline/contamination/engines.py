@@ -495,26 +495,51 @@ def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: Corpus
                         batch_format="pyarrow", batch_size=batch_size, num_cpus=1 - READ_CPUS,
                         compute=ray.data.ActorPoolStrategy(size=scanners))
     started = time.perf_counter()
-    tables = [t for t in ray.get(ds.to_arrow_refs()) if t.num_rows]
-    log(f"scan {name}: ray read {len(files)} files in {time.perf_counter() - started:,.1f} s")
-    merged: dict[str, list[pa.Table]] = {p: [] for p in files}
-    stats: dict[str, FileStats] = {p: FileStats(p) for p in files}
+    # Whole files (jsonl, json, txt) are scanned one per map call, so each output block holds
+    # complete files: they are stored as they arrive, and a scan stopped half way keeps them.
+    # Parquet files span map calls: they are complete only at the end.
+    whole_files = batch_size == 1
+    pending: dict[str, list[pa.Table]] = {}
+    stats: dict[str, FileStats] = {}
     errors: dict[str, str] = {}
-    for table in tables:
-        is_stats = table.column(STATS_COLUMN).is_valid()
-        for raw in table.filter(is_stats).column(STATS_COLUMN).to_pylist():
-            entry = json.loads(raw)
-            path = entry.pop("path")
-            if "error" in entry:
-                errors[path] = entry["error"]
-            else:
-                stats[path].add(FileStats(path, **{k: v for k, v in entry.items() if k != "path"}))
-        matches = table.filter(pa.compute.invert(is_stats)).drop_columns([STATS_COLUMN])
-        if matches.num_rows:
-            for path in pa.compute.unique(matches.column("path")).to_pylist():
-                merged.setdefault(path, []).append(matches.filter(pa.compute.equal(matches.column("path"), path)))
-    for path in files:
-        if path in errors:
-            yield path, MATCHES.empty_table(), FileStats(path), errors[path]
+    done: set[str] = set()
+    for table in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        if stopping.stop_requested():
+            raise stopping.Stopped(f"scan of {name} stopped; the files finished are kept")
+        finished = _collect(table, pending, stats, errors)
+        for path in finished if whole_files else []:
+            done.add(path)
+            yield _finished(path, pending, stats, errors)
+    for path in files:   # parquet files, and any file that gave no row at all
+        if path not in done:
+            yield _finished(path, pending, stats, errors)
+    log(f"scan {name}: ray read {len(files)} files in {time.perf_counter() - started:,.1f} s")
+
+
+def _collect(table: pa.Table, pending: dict[str, list[pa.Table]], stats: dict[str, FileStats],
+             errors: dict[str, str]) -> list[str]:
+    """Sort one output block of the Ray scan into matches and stats per file; returns the files
+    whose stats row it held."""
+    is_stats = table.column(STATS_COLUMN).is_valid()
+    finished = []
+    for raw in table.filter(is_stats).column(STATS_COLUMN).to_pylist():
+        entry = json.loads(raw)
+        path = entry.pop("path")
+        finished.append(path)
+        if "error" in entry:
+            errors[path] = entry["error"]
         else:
-            yield path, smallest_per_hash(merged.get(path, [])), stats[path], None
+            stats.setdefault(path, FileStats(path)).add(FileStats(path, **entry))
+    matches = table.filter(pa.compute.invert(is_stats)).drop_columns([STATS_COLUMN])
+    if matches.num_rows:
+        for path in pa.compute.unique(matches.column("path")).to_pylist():
+            pending.setdefault(path, []).append(matches.filter(pa.compute.equal(matches.column("path"), path)))
+    return finished
+
+
+def _finished(path: str, pending: dict[str, list[pa.Table]], stats: dict[str, FileStats],
+              errors: dict[str, str]) -> tuple[str, pa.Table, FileStats, str | None]:
+    tables = pending.pop(path, [])
+    if path in errors:
+        return path, MATCHES.empty_table(), FileStats(path), errors.pop(path)
+    return path, smallest_per_hash(tables), stats.pop(path, FileStats(path)), None
