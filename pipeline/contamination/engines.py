@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -463,7 +464,8 @@ def ray_session(address: str | None, workers: int | None) -> None:
 
     if ray.is_initialized():
         return
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+    # Ray's own INFO lines (execution plans, where its logs are) would drown wenheng's progress lines
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address:
         ray.init(address=address, **kwargs)
     else:
@@ -478,7 +480,10 @@ def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: Corpus
     import ray
     import ray.data
 
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    logging.getLogger("ray.data").setLevel(logging.ERROR)   # execution plans and timings: wenheng logs its own
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
     hashes = ray.put(index.hashes)
     canonical = {_plain(p): p for p in files}
     fmts = {reading.format_for(p) if (reading.format or format_of(p)) else None for p in files}
