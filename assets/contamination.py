@@ -32,7 +32,7 @@ ENGINE_ENV = "WENHENG_SCAN_ENGINE"   # local | ray: overrides the corpus's engin
 
 
 @dg.multi_asset(
-    group_name="contamination", code_version="1", can_subset=False, partitions_def=corpora_partitions,
+    group_name="corpora", code_version="1", can_subset=False, partitions_def=corpora_partitions,
     # every benchmark's items, read from the lake for the columns the index needs
     deps=[dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
     outs={

@@ -57,7 +57,7 @@ evaluate_job = dg.define_asset_job(
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
                 "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
 scan_job = dg.define_asset_job(
-    "scan", selection=dg.AssetSelection.groups("contamination"),
+    "scan", selection=dg.AssetSelection.groups("corpora"),
     description="One corpus of data/corpora.yaml against every benchmark item: corpus_overlap and "
                 "corpus_quarantine (only the corpus files that changed are read again).")
 publish_job = dg.define_asset_job(

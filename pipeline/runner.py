@@ -104,7 +104,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
         """The chosen assets of one phase, by group: prepare's per benchmark, prepare's across
         benchmarks (contamination), evaluate's, publish's (the warehouse and its table assets)."""
         groups = {"prepare": ("sources", "items"), "prepare_across": ("sources", "items"), "evaluate": ("evaluate",),
-                  "scan": ("contamination",), "publish": ("warehouse",)}[phase]
+                  "scan": ("corpora",), "publish": ("warehouse",)}[phase]
         keys = {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
         if phase.startswith("prepare"):
             per_benchmark = phase == "prepare"
