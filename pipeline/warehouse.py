@@ -5,15 +5,20 @@ mtime_ns) of every file it loaded; the next publish copies the current warehouse
 file, replaces only the rows of the files whose fingerprint changed (and of the tables filtered
 by them: responses by prompts, scores and judgements by responses), recomputes the derived
 tables (`model_task_scores`, `paper_tables`) only for the benchmark x model runs those rows
-belong to, and swaps the file in. A reader (`wenheng query`, a notebook) opens either the old
-file or the new one, never a half-built database, and DuckDB's single writer is never contended.
+belong to (and `paper_tables_clean`, the paper tables on the items a user's corpus does not
+contaminate, for those runs and for the corpora whose scan changed), and swaps the file in. A
+reader (`wenheng query`, a notebook) opens either the old file or the new one, never a half-built
+database, and DuckDB's single writer is never contended.
 The build is whole when there is no warehouse, or when it was built by other code (its layout
 hash: this module, the tables' schemas, pipeline/aggregate.py, pipeline/history.py, sql/ and the
 cards' tables differ).
 
 At each publish the benchmarks' items, responses and scores are also recorded in the history
 (pipeline/history.py: append-only parquet files under data/history/), which the warehouse loads
-as `item_history`, `response_history`, `score_history` and `audit_history`."""
+as `item_history`, `response_history`, `score_history` and `audit_history`.
+
+The lake's files are partitioned by benchmark (and model), or, for the scans of a user's corpora
+(`corpus_overlap`, `corpus_quarantine`), by corpus: `partition_columns` says which per table."""
 
 from __future__ import annotations
 
@@ -54,9 +59,20 @@ BASE_TABLES: dict[str, tuple[tuple[str, ...], pa.Schema]] = {
     "judgements": (("judgements/*/*.parquet",), schema.JUDGEMENTS),
     "scores": (("scores/*/*.parquet",), schema.SCORES),
     "judge_reliability": (("judge_reliability/*/*.parquet",), schema.JUDGE_RELIABILITY),
+    # a user's corpus scanned against every item (pipeline/contamination): one file per corpus
+    "corpus_overlap": (("corpus_overlap/*.parquet",), schema.CORPUS_OVERLAP),
+    "corpus_quarantine": (("corpus_quarantine/*.parquet",), schema.CORPUS_QUARANTINE),
 }
-# What the `*` of a partition path stand for, in order.
+# What the `*` of a partition path stand for, in order: benchmark (and model), unless the table
+# says otherwise in TABLE_PARTITIONS.
 PARTITION_COLUMNS = ("benchmark", "model")
+TABLE_PARTITIONS: dict[str, tuple[str, ...]] = {"corpus_overlap": ("corpus",), "corpus_quarantine": ("corpus",)}
+
+
+def partition_columns(table: str) -> tuple[str, ...]:
+    """What the `*` of the table's partition paths stand for, in order."""
+    return TABLE_PARTITIONS.get(table, PARTITION_COLUMNS)
+
 
 # Partition files outlive the items they answered (a source was corrected, a sample set swapped
 # for the real files). Only responses to the current prompts, and their scores, are published.
@@ -72,12 +88,14 @@ CURRENT_ONLY = {
 FILTERED_BY = {"responses": "prompts", "scores": "responses", "judgements": "responses"}
 # the tables the derived ones (model_task_scores, paper_tables) are computed from
 DERIVED_FROM = ("items", "prompts", "responses", "scores")
+# paper_tables_clean is computed from the derived runs and this table too
+CORPUS_TABLE = "corpus_overlap"
 
 # Bump when the warehouse's own tables change shape; code changes are caught by the layout hash.
-LAYOUT_VERSION = "4"
+LAYOUT_VERSION = "5"
 _LAYOUT_SOURCES = [Path(__file__), Path(aggregate.__file__), Path(history.__file__)]
 
-Key = tuple[tuple[str, str], ...]   # (column, value) pairs, PARTITION_COLUMNS order; () = whole table
+Key = tuple[tuple[str, str], ...]   # (column, value) pairs, partition_columns order; () = whole table
 
 
 @dataclass(frozen=True)
@@ -104,7 +122,8 @@ class PublishResult:
     mode: str                               # full | incremental
     reloaded: dict[str, list[Key]]          # table -> keys whose rows were replaced
     recorded: list[str]                     # history files written
-    seconds: dict[str, float]               # per phase: copy, load, history, sql, paper_tables, swap
+    seconds: dict[str, float]               # per phase: copy, load, history, sql, paper_tables,
+                                            # paper_tables_clean, swap
 
 
 def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None = None,
@@ -151,8 +170,11 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
         for sql_file in sql_files(sql_dir):
             _run_sql(con, sql_file.read_text(encoding="utf-8"), None if not incremental else derived)
         clock.lap("sql")
-        build_paper_tables(con, None if not incremental else derived)
+        redone = build_paper_tables(con, None if not incremental else derived)
         clock.lap("paper_tables")
+        build_clean_paper_tables(con, None if not incremental or derived is None else redone,
+                                 None if not incremental else _corpora(reloaded.get(CORPUS_TABLE, [])))
+        clock.lap("paper_tables_clean")
         con.execute("DELETE FROM _build")
         con.execute("INSERT INTO _build VALUES (?, ?, ?)", [layout, now, "incremental" if incremental else "full"])
         # tables only: counting a view runs it (score_changes joins the whole history)
@@ -206,7 +228,8 @@ def lake_parts(root: Path, table: str, patterns: Iterable[str]) -> list[Part]:
         files = sorted(root.glob(pattern))
         if files:
             wild = pattern.count("*")
-            return [_part(table, f, tuple(zip(PARTITION_COLUMNS, f.relative_to(root).with_suffix("").parts[-wild:]
+            columns = partition_columns(table)
+            return [_part(table, f, tuple(zip(columns, f.relative_to(root).with_suffix("").parts[-wild:]
                                               if wild else ())))
                     for f in files]
     return []
@@ -450,13 +473,14 @@ def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
     return sorted(task for (task,) in tasks if bench.paper_scorer_for(task) == "judge")
 
 
-def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> None:
+def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> list[Key]:
     """`paper_tables` (every row of every card's tables, long form), one view per card table
     (`<benchmark>_<table>`), and `leaderboard`: the rows each card marks as its headline. With a
     scope, only those runs' rows are recomputed: a row depends on its run's units alone (the
     bootstrap weights are seeded per unit id), so this gives the rows a whole build gives; and of
     those, only the runs whose units differ from the ones their rows were computed from (a digest
-    of them is kept in `_paper_inputs`): a correction that moves no score recomputes nothing."""
+    of them is kept in `_paper_inputs`): a correction that moves no score recomputes nothing.
+    Returns the (benchmark, model) runs whose rows were recomputed."""
     tables = {name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
     frames, redone, digests = [], [], []
     for name, bench in cards().items():
@@ -478,11 +502,9 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
             digests += [(name, m, now[m]) for m in chunk if m in now]
             if not chunk:
                 continue
-            units = con.execute(_units_sql(chunk), params).df()
+            units = _units(con, chunk, params)
             if units.empty:
                 continue
-            units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
-            units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
             frames.append(aggregate.paper_tables(tables[name], name, units))
     with warnings.catch_warnings():
         # all-null columns in some frames (a table with no notes): the types come from PAPER_TABLE_TYPES below
@@ -503,7 +525,7 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
     if digests:
         con.executemany("INSERT INTO _paper_inputs VALUES (?, ?, ?)", digests)
     if scope is not None:
-        return   # the views below are already in the warehouse
+        return redone   # the views below are already in the warehouse
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
              "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, note")
     for name, card_tables in tables.items():
@@ -513,6 +535,15 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
                         "ORDER BY split, setting, variant, row_order, metric, model")
     con.execute(f"CREATE OR REPLACE VIEW leaderboard AS SELECT benchmark, table_name, row_order, {shown} "
                 "FROM paper_tables WHERE headline ORDER BY benchmark, split, setting, variant, row_order, model")
+    return redone
+
+
+def _units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> pd.DataFrame:
+    """The units of these models' runs of a benchmark, as aggregate.paper_tables takes them."""
+    units = con.execute(_units_sql(models), params).df()
+    units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
+    units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
+    return units
 
 
 def _units_sql(models: list[str]) -> str:
@@ -533,6 +564,122 @@ PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "row_label": "VARCHAR", "metric": "VARCHAR", "score": "DOUBLE", "ci_low": "DOUBLE", "ci_high": "DOUBLE",
     "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN",
     "note": "VARCHAR"}.items())
+
+
+# ---- paper tables on the items a corpus does not contain -------------------------------------------
+
+def _corpora(keys: Iterable[Key]) -> set[str] | None:
+    """The corpora whose corpus_overlap rows were reloaded; None: the whole table was."""
+    out: set[str] = set()
+    for key in keys:
+        values = dict(key)
+        if "corpus" not in values:
+            return None
+        out.add(values["corpus"])
+    return out
+
+
+def build_clean_paper_tables(con: duckdb.DuckDBPyConnection, runs: Iterable[Key] | None = None,
+                             corpora: set[str] | None = None) -> None:
+    """`paper_tables_clean`: every card's paper tables again, per scanned corpus, on the units
+    whose item that corpus does not contaminate (an item too short to check stays in: no evidence
+    of contamination; so does an item the corpus was not scanned against, for a benchmark it was).
+    The same aggregate.paper_tables on the same unit ids, so the bootstrap weights, and the
+    intervals, are paired with `paper_tables`' rows. A benchmark the corpus was not scanned against
+    has no rows. Then the view `contamination_effect`: each paper-table row, all items vs clean.
+
+    `runs`: the (benchmark, model) runs whose units changed, `corpora` the corpora whose overlap
+    rows did: only their rows are recomputed (None: everything is). Where a corpus contaminates no
+    item of a benchmark, its rows are `paper_tables`' own, copied."""
+    full = runs is None or corpora is None
+    runs = [] if runs is None else list(runs)
+    if full:
+        empty = pd.DataFrame(columns=CLEAN_COLUMNS)
+        con.register("paper_tables_clean_frame", empty)
+        con.execute(f"CREATE OR REPLACE TABLE paper_tables_clean AS SELECT {CLEAN_TABLE_TYPES} "
+                    "FROM paper_tables_clean_frame")
+        con.unregister("paper_tables_clean_frame")
+    elif not runs and not corpora:
+        return
+    else:
+        terms = ([f"corpus IN ({', '.join(map(_literal, sorted(corpora)))})"] if corpora else []) + (
+            [f"({_where(runs)})"] if runs else [])
+        con.execute(f"DELETE FROM paper_tables_clean WHERE {' OR '.join(terms)}")
+    changed: dict[str, set[str]] = {}
+    for key in runs:
+        values = dict(key)
+        changed.setdefault(values["benchmark"], set()).add(values.get("model", ""))
+    # benchmark -> corpus -> the models whose rows to compute (None: all of them)
+    todo: dict[str, dict[str, set[str] | None]] = {}
+    for corpus, bench in con.execute(f"SELECT DISTINCT corpus, benchmark FROM {CORPUS_TABLE} ORDER BY 1, 2").fetchall():
+        if full or corpus in (corpora or set()):
+            todo.setdefault(bench, {})[corpus] = None
+        elif bench in changed:
+            todo.setdefault(bench, {})[corpus] = changed[bench]
+    all_cards = cards()
+    for name, per_corpus in todo.items():
+        bench = all_cards.get(name)
+        if bench is None:
+            continue
+        present = {m for (m,) in con.execute("SELECT DISTINCT model FROM responses WHERE benchmark = ?",
+                                             [name]).fetchall()}
+        wanted = {c: present if models is None else models & present for c, models in per_corpus.items()}
+        contaminated = {c: {i for (i,) in con.execute(
+            f"SELECT item_id FROM {CORPUS_TABLE} WHERE corpus = ? AND benchmark = ? AND contaminated",
+            [c, name]).fetchall()} for c in wanted}
+        for corpus, models in wanted.items():
+            if models and not contaminated[corpus]:   # nothing to leave out: the full tables' rows
+                con.execute("INSERT INTO paper_tables_clean BY NAME SELECT ? AS corpus, * FROM paper_tables "
+                            "WHERE benchmark = ? AND list_contains(?, model)", [corpus, name, sorted(models)])
+        computed = {c: m for c, m in wanted.items() if m and contaminated[c]}
+        if not computed:
+            continue
+        tables = aggregate.load_tables(bench.folder / "tables.yaml")
+        params = {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}
+        ordered = sorted(set().union(*computed.values()))
+        for chunk in (ordered[i:i + PAPER_MODELS_AT_ONCE] for i in range(0, len(ordered), PAPER_MODELS_AT_ONCE)):
+            units = _units(con, chunk, params)
+            frames = []
+            for corpus, models in computed.items():
+                part = units[units["model"].isin(models) & ~units["unit_id"].isin(contaminated[corpus])]
+                if len(part):
+                    frames.append(aggregate.paper_tables(tables, name, part).assign(corpus=corpus))
+            if frames:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", FutureWarning)   # all-null columns: typed below
+                    frame = pd.concat(frames, ignore_index=True)[CLEAN_COLUMNS]
+                con.register("paper_tables_clean_frame", frame)
+                con.execute(f"INSERT INTO paper_tables_clean SELECT {CLEAN_TABLE_TYPES} FROM paper_tables_clean_frame")
+                con.unregister("paper_tables_clean_frame")
+    if full:
+        con.execute(CONTAMINATION_EFFECT_VIEW)
+
+
+CLEAN_COLUMNS = ["corpus", *aggregate.PAPER_TABLE_COLUMNS]
+CLEAN_TABLE_TYPES = 'CAST("corpus" AS VARCHAR) AS "corpus", ' + PAPER_TABLE_TYPES
+# One row per scanned corpus x paper-table row (benchmark, table, row, metric) x model x split x
+# setting x variant: the number on all items and on the corpus's clean items, each with its
+# interval and n, and delta = clean - all. A row none of whose items is clean has no clean number
+# (n_items_clean 0). Only benchmarks the corpus was scanned against.
+CONTAMINATION_EFFECT_VIEW = f"""
+CREATE OR REPLACE VIEW contamination_effect AS
+WITH covered AS (SELECT DISTINCT corpus, benchmark FROM {CORPUS_TABLE})
+SELECT k.corpus, a.benchmark, a.table_name, a.title, a.row_order, a.row_label, a.model, a.split, a.setting,
+       a.variant, a.metric,
+       a.score AS score_all, a.ci_low AS ci_low_all, a.ci_high AS ci_high_all,
+       a.n_items AS n_items_all, a.n_scored AS n_scored_all,
+       c.score AS score_clean, c.ci_low AS ci_low_clean, c.ci_high AS ci_high_clean,
+       coalesce(c.n_items, 0) AS n_items_clean, coalesce(c.n_scored, 0) AS n_scored_clean,
+       c.score - a.score AS delta, a.headline
+FROM paper_tables a
+JOIN covered k ON k.benchmark = a.benchmark
+LEFT JOIN paper_tables_clean c
+       ON c.corpus = k.corpus AND c.benchmark = a.benchmark AND c.table_name = a.table_name
+      AND c.row_label = a.row_label AND c.metric = a.metric AND c.model = a.model
+      AND c.split IS NOT DISTINCT FROM a.split AND c.setting IS NOT DISTINCT FROM a.setting
+      AND c.variant IS NOT DISTINCT FROM a.variant
+ORDER BY k.corpus, a.benchmark, a.table_name, a.split, a.setting, a.variant, a.row_order, a.metric, a.model
+"""
 
 
 def connect_readonly(db_path: Path) -> duckdb.DuckDBPyConnection:

@@ -157,17 +157,24 @@ def scan_range(path: str, start: int, end: int | None, reading: Reading, lookup:
                 tables.append(scan_documents(part_texts, part_keys, path, lookup, reading.n, stats))
         else:
             with _open(path) as f:
-                parquet = pq.ParquetFile(f)
-                wanted = sorted({name.split(".")[0] for name in (*reading.fields, reading.id_field or "") if name})
-                columns = [c for c in wanted if c in parquet.schema_arrow.names]
-                for batch in parquet.iter_batches(batch_size=65536, columns=columns):
-                    texts, keys = parse_parquet_batch(batch, docs, stats)
-                    tables.append(scan_documents(texts, keys, path, lookup, reading.n, stats))
+                tables += _parquet_tables(f, path, reading, docs, stats, lookup)
     except ShardError:
         raise
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise ShardError(f"{type(exc).__name__}: {exc}") from None
     return smallest_per_hash(tables), stats
+
+
+def _parquet_tables(source, path: str, reading: Reading, docs: Documents, stats: FileStats,
+                    lookup: Lookup) -> Iterator[pa.Table]:
+    """The matches of a parquet file (an open file or a buffer), a batch of rows at a time, reading
+    only the columns the fields name."""
+    parquet = pq.ParquetFile(source)
+    wanted = sorted({name.split(".")[0] for name in (*reading.fields, reading.id_field or "") if name})
+    columns = [c for c in wanted if c in parquet.schema_arrow.names]
+    for batch in parquet.iter_batches(batch_size=65536, columns=columns):
+        texts, keys = parse_parquet_batch(batch, docs, stats)
+        yield scan_documents(texts, keys, path, lookup, reading.n, stats)
 
 
 def _tasks(path: str, reading: Reading) -> list[tuple[str, int, int | None]]:
@@ -417,6 +424,8 @@ class RayScanner:
                 texts, keys = parse_json(data, docs, stats)
                 for part_texts, part_keys in _doc_batches(texts, keys):
                     tables.append(scan_documents(part_texts, part_keys, path, self.lookup, self.reading.n, stats))
+            elif fmt == "parquet":   # a parquet file among text files: read whole, like them
+                tables += _parquet_tables(pa.BufferReader(data), path, self.reading, docs, stats, self.lookup)
             else:
                 if looks_binary(data[:65536]):
                     raise ShardError("not text (NUL bytes, or mostly bytes that are not UTF-8)")
@@ -425,6 +434,8 @@ class RayScanner:
                     tables.append(scan_documents(texts, keys, path, self.lookup, self.reading.n, stats))
         except ShardError as exc:
             return _with_stats(MATCHES.empty_table(), {"path": path, "error": str(exc)})
+        except (OSError, ValueError, pa.ArrowException) as exc:   # as scan_range words it
+            return _with_stats(MATCHES.empty_table(), {"path": path, "error": f"{type(exc).__name__}: {exc}"})
         return _with_stats(smallest_per_hash(tables), {"path": path, **stats.to_dict()})
 
     def _rows(self, path: str, rows: pa.Table) -> pa.Table:

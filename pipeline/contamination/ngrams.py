@@ -31,6 +31,43 @@ def _key_of(code: int) -> str:
     return _char_key(chr(code))
 
 
+class _Table:
+    """Every character's key seen so far in this process, as arrays indexed by code point: each
+    distinct character goes through `_char_key` once per process, not once per batch."""
+    first = np.zeros(0, dtype=np.uint32)     # the key's character, when it has exactly one
+    length = np.zeros(0, dtype=np.int64)     # the key's length (0: dropped)
+    known = np.zeros(0, dtype=bool)
+    longer = np.zeros(0, dtype=bool)         # the key is longer than one character (in _LONGER)
+
+
+_LONGER: dict[int, str] = {}
+
+
+def _table(present: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, length, is_longer) covering the code points `present` (sorted, distinct)."""
+    first, length, known, longer = _Table.first, _Table.length, _Table.known, _Table.longer
+    size = int(present[-1]) + 1
+    if size > len(known):
+        grow = max(size, 2 * len(known))
+        first, length = np.pad(first, (0, grow - len(first))), np.pad(length, (0, grow - len(length)))
+        known, longer = np.pad(known, (0, grow - len(known))), np.pad(longer, (0, grow - len(longer)))
+    new = present[~known[present]]
+    if len(new):
+        first, length, known, longer = first.copy(), length.copy(), known.copy(), longer.copy()
+        for code in new.tolist():
+            key = "\n" if code == SEP else _key_of(code)
+            length[code] = len(key)
+            if len(key) == 1:
+                first[code] = ord(key)
+            elif key:
+                _LONGER[code] = key
+                longer[code] = True
+        known[new] = True
+    # swapped in whole: a thread that reads the old arrays still sees a consistent table
+    _Table.first, _Table.length, _Table.known, _Table.longer = first, length, known, longer
+    return first, length, longer
+
+
 @dataclass
 class Keyed:
     """Many texts as one array of key characters, separated by SEP."""
@@ -68,17 +105,8 @@ def keyed(texts: Sequence[str]) -> Keyed:
         empty = np.empty(0, dtype=np.int64)
         return Keyed(np.empty(0, dtype=np.uint32), empty, empty, original, starts)
     present = np.flatnonzero(np.bincount(raw))
-    size = int(present[-1]) + 1
-    first = np.zeros(size, dtype=np.uint32)    # the key's character, when it has exactly one
-    length = np.zeros(size, dtype=np.int64)     # the key's length (0: dropped)
-    longer: dict[int, str] = {}
-    for code in present.tolist():
-        key = "\n" if code == SEP else _key_of(code)
-        length[code] = len(key)
-        if len(key) == 1:
-            first[code] = ord(key)
-        elif key:
-            longer[code] = key
+    first, length, is_longer = _table(present)
+    longer = {code: _LONGER[code] for code in present[is_longer[present]].tolist()}
     lengths = length[raw]
     if not longer:
         origin = np.flatnonzero(lengths)
@@ -90,5 +118,7 @@ def keyed(texts: Sequence[str]) -> Keyed:
         for code, key in longer.items():
             where = raw[origin] == code
             codes[where] = np.frombuffer(key.encode("utf-32-le"), dtype=np.uint32)[offsets[where]]
-    text_of = np.searchsorted(starts, origin, side="right") - 1
+    # the texts before a character are the separators before it (texts hold no "\n" of their own)
+    is_sep = raw == SEP
+    text_of = (np.cumsum(is_sep) - is_sep)[origin]
     return Keyed(codes, origin, text_of, original, starts)

@@ -78,6 +78,21 @@ def _strings(value: Any) -> Iterator[str]:
         yield str(value)
 
 
+def _add_strings(value: Any, out: list[str]) -> None:
+    """`out.extend(_strings(value))`, without a generator per list: a document's fields are mostly
+    lists of strings."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if isinstance(v, str):
+                out.append(v)
+            else:
+                _add_strings(v, out)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append(str(value))
+
+
 def _get(record: Any, path: Sequence[str]) -> Any:
     value = record
     for key in path:
@@ -96,26 +111,32 @@ class Documents:
     def __init__(self, fields: Sequence[str], id_field: str | None):
         self.fields = [(f, f.split(".")) for f in fields]
         self.id_path = id_field.split(".") if id_field else None
+        # (name, first key, the rest of the path): the first step is a plain dict.get on the record
+        self._steps = [(name, path[0], path[1:]) for name, path in self.fields]
 
     def extract(self, records: Sequence[Any], stats: FileStats) -> tuple[list[str], list[str | None]]:
         texts, keys = [], []
         found = stats.fields_found
+        steps, id_path = self._steps, self.id_path
         for record in records:
             if not isinstance(record, dict):
                 stats.bad_rows += 1
                 stats.first_error = stats.first_error or f"a record is a {type(record).__name__}, not an object"
                 continue
-            parts = []
-            for name, path in self.fields:
-                value = _get(record, path)
+            parts: list[str] = []
+            for name, first, rest in steps:
+                value = record.get(first)
+                if rest and value is not None:
+                    value = _get(value, rest)
                 if value is not None:
                     found[name] = found.get(name, 0) + 1
-                    parts.extend(_strings(value))
-            text = "\n".join(p for p in parts if p)
+                    _add_strings(value, parts)
+            text = "\n".join(filter(None, parts))
             if not text:
                 continue
             texts.append(text)
-            keys.append(None if self.id_path is None else _id_text(_get(record, self.id_path)))
+            keys.append(None if id_path is None else _id_text(
+                record.get(id_path[0]) if len(id_path) == 1 else _get(record, id_path)))
         return texts, keys
 
 

@@ -5,6 +5,8 @@
     <out_dir>/<benchmark>.md     the same tables as Markdown
     <out_dir>/<benchmark>.csv    every paper-table row (value, interval, n, coverage, notes)
     <out_dir>/samples.html       the sample browser: prompt, response, gold, extraction, scores
+    <out_dir>/contamination.html contamination against the user's corpora, when any was scanned:
+                                 rates, share histogram, examples, paper tables all vs clean
     <out_dir>/results.json       configuration (secrets masked), models, sources and hashes,
                                  package versions, git commit, timings, headline numbers
 
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.benchmarks import cards
+from pipeline.reports import contamination as contamination_page
 from pipeline.reports import data, render
 from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
 from pipeline.warehouse import connect_readonly
@@ -49,10 +52,18 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
             rows = rows[rows["model"].isin(models)]
         sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
         info = results(con, rows, Path(db_path), run_info)
+        corpora = contamination_page.pages(con, benchmarks, models)
 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
     present += sorted(set(rows["benchmark"]) - set(present))   # a benchmark whose card is gone
     nav = [{"name": name, "title": getattr(all_cards.get(name), "title", name)} for name in present]
+    # the contamination page, and a link to it on every page, only when the warehouse holds a scan
+    contamination = (f"{len(corpora)} corpus scan(s): {', '.join(c['name'] for c in corpora)}" if corpora else "")
+    if corpora:
+        render.write(out_dir / "contamination.html", env.get_template("contamination.html.j2").render(
+            css=css, nav=nav, contamination=contamination, corpora=corpora))
+    else:
+        (out_dir / "contamination.html").unlink(missing_ok=True)   # from an earlier report into this folder
     index_entries = []
     for name in present:
         bench = all_cards.get(name) or _Unknown(name)
@@ -61,20 +72,22 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
         render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
         data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
         render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(
-            css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY))
+            css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY, contamination=contamination))
         index_entries.append({"name": name, "title": bench.title,
                               "headline": render.groups(part[part["headline"].astype(bool)])})
 
     shown, total = len(sample_data["samples"]), sample_data["total"]
     render.write(out_dir / "samples.html", env.get_template("samples.html.j2").render(
-        css=css, nav=nav, capped=sample_data["capped"], shown=f"{shown:,}", total=f"{total:,}",
+        css=css, nav=nav, contamination=contamination, capped=sample_data["capped"], shown=f"{shown:,}",
+        total=f"{total:,}",
         cap=f"{max_samples:,} samples and about {_size(max_sample_bytes)} of text",
         data_json=render.json_for_script(sample_data)))
     (out_dir / "results.json").write_text(json.dumps(info, ensure_ascii=False, indent=1, default=str) + "\n",
                                           encoding="utf-8")
     index = out_dir / "index.html"
     render.write(index, env.get_template("index.html.j2").render(
-        css=css, nav=nav, benchmarks=index_entries, key=PAGE_KEY, facts=_facts(info, run_info),
+        css=css, nav=nav, contamination=contamination, benchmarks=index_entries, key=PAGE_KEY,
+        facts=_facts(info, run_info),
         subtitle=_subtitle(run_info),
         samples_line=f"{shown:,} of {total:,} embedded" if sample_data["capped"] else f"{shown:,} samples"))
     return index

