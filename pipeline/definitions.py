@@ -111,7 +111,7 @@ def corpora_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[corpora_partitions.build_add_request(new)])
 
 
-@dg.sensor(job=prepare_job, minimum_interval_seconds=60,
+@dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
                        "changed; responses, scores and the warehouse follow through their automation conditions.")
 def source_changes_sensor(context: dg.SensorEvaluationContext):

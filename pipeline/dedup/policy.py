@@ -19,6 +19,7 @@ here.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -59,17 +60,38 @@ def evaluation_items(items: Sequence[dict[str, Any]], cluster_rows: Sequence[dic
     return [it for it in items if it["item_id"] not in dropped]
 
 
+def asked_part(item: Mapping[str, Any]) -> str | None:
+    """Which part of a question group the item asks (`metadata.part`, e.g. CP-DUE's OQ asks
+    "best" and "worst" about the same three poems), None for an item that is not part of one.
+    Items asking different parts are near-copies with different golds by design."""
+    metadata = item.get("metadata")
+    if isinstance(metadata, str):
+        if '"part"' not in metadata:   # most items: no JSON parse
+            return None
+        metadata = json.loads(metadata)
+    part = (metadata or {}).get("part") if isinstance(metadata, dict) else None
+    return None if part is None else str(part)
+
+
 def conflicting_clusters(items: Sequence[dict[str, Any]], cluster_rows: Sequence[dict[str, Any]]
                          ) -> list[dict[str, Any]]:
-    """Clusters whose members do not all share one gold answer (for a warning check):
-    [{"cluster_id", "benchmark", "item_ids"}], sorted."""
+    """Clusters whose members asking the same thing do not all share one gold answer (for a
+    warning check): [{"cluster_id", "benchmark", "item_ids"}], sorted. Members that ask different
+    parts of a question group (`asked_part`) are compared only with members asking the same part."""
     answers = {it["item_id"]: it.get("answer_hash") or answer_hash(it) for it in items}
+    parts = {it["item_id"]: asked_part(it) for it in items}
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
     for r in cluster_rows:
         groups[(r["benchmark"], r["cluster_id"])].append(r["item_id"])
+
+    def conflicting(ids: list[str]) -> bool:
+        by_part: dict[str | None, set] = defaultdict(set)
+        for i in ids:
+            by_part[parts.get(i)].add(answers.get(i))
+        return any(len(golds) > 1 for golds in by_part.values())
+
     return [{"cluster_id": cid, "benchmark": bench, "item_ids": sorted(ids)}
-            for (bench, cid), ids in sorted(groups.items())
-            if len({answers.get(i) for i in ids}) > 1]
+            for (bench, cid), ids in sorted(groups.items()) if conflicting(ids)]
 
 
 def option_quality_flags(choices: Sequence[str], answer: str | None) -> list[str]:

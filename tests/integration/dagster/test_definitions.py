@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import dagster as dg
 from conftest import ROOT, write_yaml
@@ -58,6 +59,15 @@ def test_sensors_run_by_default_and_resources_name_their_variables():
     assert sensors["models_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
     automation = [s for s in sensors.values() if isinstance(s, dg.AutomationConditionSensorDefinition)]
     assert automation and all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in automation)
+    # what the README's "Automation is on from the start" paragraph promises, read from the README
+    readme = " ".join((Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8").split())
+    promise = readme[readme.index("Automation is on from the start"):][:600]
+    for name in ("models_sensor", "source_changes_sensor", "corpora_sensor"):
+        assert sensors[name].default_status == dg.DefaultSensorStatus.RUNNING, name
+        assert f"`{name}`" in promise, f"the README's automation paragraph does not name {name}"
+    schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}
+    nightly_on = schedules["nightly_rebuild"].default_status == dg.DefaultScheduleStatus.RUNNING
+    assert ("`nightly_rebuild` schedule (off until you turn it on)" in promise) == (not nightly_on)
     named = {(res, field): value for res, fields in {
         "sources": ["sources_file"], "models": ["models_file", "cache_dir"], "warehouse_db": ["database"],
         "lake": ["lake_dir"]}.items() for field in fields for value in [getattr(defs.resources[res], field)]}

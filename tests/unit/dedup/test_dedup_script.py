@@ -283,3 +283,31 @@ def test_regional_traditional_variants():
     assert set(VARIANT_CONFIGS) >= {"original", "simplified", "traditional", "traditional_tw", "traditional_hk"}
     with pytest.raises(ValueError, match="variant"):
         make_variant(item, "klingon")
+
+
+def test_cpdue_best_and_worst_about_the_same_poems_are_no_gold_conflict():
+    """CP-DUE's OQ asks "best" and "worst" about the same three poems: near-copies with different
+    golds by design. consistent_gold compares only the items that ask the same part."""
+    from conftest import ROOT
+
+    from pipeline.config import SourceSpec
+    from pipeline.dedup.policy import asked_part
+    from pipeline.sources.ingest import parse_source
+    from pipeline.standardize import standardize
+
+    raw = parse_source(SourceSpec("cpdue", ROOT / "data" / "samples" / "cpdue", "sample")).items
+    items, _ = standardize(raw)
+    rows, _ = cluster(items)
+    oq = {it["item_id"] for it in items if it["task"] == "OQ"}
+    clustered = {r["item_id"] for r in rows}
+    assert len(oq & clustered) >= 2, "the sample's best/worst pairs should cluster as near-copies"
+    assert conflicting_clusters(items, rows) == []
+    # the same items without their part would be a conflict: the rule, not the data, makes it pass
+    bare = [{**it, "metadata": "{}"} for it in items]
+    assert conflicting_clusters(bare, rows)
+    # and two items asking the same part with different golds still are one
+    best = [it for it in items if it["item_id"] in oq & clustered and asked_part(it) == "best"]
+    twin = {**best[0], "item_id": best[0]["item_id"] + "-copy", "answer": "B" if best[0]["answer"] != "B" else "C",
+            "answer_hash": None}
+    twin_rows = rows + [{**next(r for r in rows if r["item_id"] == best[0]["item_id"]), "item_id": twin["item_id"]}]
+    assert conflicting_clusters([*items, twin], twin_rows)

@@ -264,17 +264,21 @@ def test_results_json_from_a_run_masks_secrets(warehouse, tmp_path, monkeypatch)
     api_key_env: WENHENG_TEST_KEY
     api_key: literal-secret-value
     headers: {{Authorization: Bearer abcdefgh12345}}
+    max_tokens: 512
+    access_token: token-value-0042
 """, encoding="utf-8")
     run_info = build_run_info(["wenheng", "run", "--models", str(models)], datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
                               timings={"prepare": 1.25, "evaluate": 2.5, "publish": 0.5}, limit=10,
                               benchmarks=["aceval"], models=["oracle"], models_file=models)
     write_reports(warehouse, tmp_path / "out", run_info)
     text = (tmp_path / "out" / "results.json").read_text(encoding="utf-8")
-    for secret in (key, "hunter22", "literal-secret-value", "abcdefgh12345"):
+    for secret in (key, "hunter22", "literal-secret-value", "abcdefgh12345", "token-value-0042"):
         assert secret not in text
     info = json.loads(text)
     remote = info["config"]["models"]["content"]["models"]["remote"]
     assert remote["api_key_env"] == "WENHENG_TEST_KEY" and remote["api_key"] == "[REDACTED]"
+    # only credentials are masked: a setting that merely names tokens keeps its value
+    assert remote["max_tokens"] == 512 and remote["access_token"] == "[REDACTED]"
     assert remote["base_url"].startswith("https://[REDACTED]@example.org/v1")
     assert info["timings"] == {"prepare": 1.25, "evaluate": 2.5, "publish": 0.5} and info["limit"] == 10
     assert info["run"]["started_at"] == "2026-01-02T03:04:05+00:00" and info["from_run"] is True
