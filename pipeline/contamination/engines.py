@@ -55,7 +55,7 @@ from pipeline.contamination.scan import (
 
 SCAN_VERSION = "1"               # bump when what a file's scan holds changes: cached scans are redone
 RANGE_BYTES = 64 << 20           # a pool task: this much of a jsonl/txt file
-BATCH_BYTES = 16 << 20           # read and scanned at a time (the arrays of a batch are ~30x its size)
+BATCH_BYTES = 8 << 20            # read and scanned at a time (the arrays of a batch are ~30x its size)
 POOL_MIN_BYTES = 48 << 20        # below this a corpus is scanned in this process (no pool start-up)
 # Reading a file is I/O: its Ray tasks ask for a tenth of a CPU and each scanner for the rest of
 # one, so one scanner per CPU and the reads that feed them fit together (a scanner asking for a
