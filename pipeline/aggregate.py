@@ -10,7 +10,10 @@ Intervals are a seeded Poisson bootstrap: replicate b gives each scoring unit (a
 group for group metrics) a Poisson(1) weight derived from a hash of its id, b and the seed, so the
 same unit carries the same weight for every model (paired comparisons) and in any process. Every
 replicate recomputes the row exactly like the point estimate, nesting included; the interval is
-the 2.5th-97.5th percentile of the replicates.
+the 2.5th-97.5th percentile of the replicates. Where questions share a passage or poem, a card
+declares `cluster: context`: the weight is then drawn per cluster (every question about one text
+carries the same weight), the cluster bootstrap, so that correlated answers do not pass for
+independent evidence (Miller 2024, "Adding error bars to evals").
 
 `combine` is the same nesting rule applied to numbers already aggregated (a paper's per-task
 table), which is how the reproduction tests check the rules against published aggregates.
@@ -127,6 +130,12 @@ class CardTables:
     task_metrics: dict[str, str]                 # task -> metric name (default accuracy)
     extra_metrics: dict[str, list[str]]          # task -> metrics reported beside the main one
     row_order: dict[str, list[str]]              # column -> the paper's order of its values
+    # a unit column whose equal values are one cluster the bootstrap resamples whole (`context`:
+    # the questions asked about one passage or poem); None: every unit on its own
+    cluster: str | None = None
+
+
+CLUSTER_COLUMNS = {"context": "context_id"}   # tables.yaml `cluster:` -> the units column it reads
 
 
 # A card without tables.yaml gets these: its tasks, and the mean over all its items.
@@ -146,9 +155,12 @@ def load_tables(path) -> CardTables:
             headline=bool(spec.pop("headline", False))))
         if spec:
             raise ValueError(f"{path}: table {name}: unknown keys {sorted(spec)}")
+    cluster = data.get("cluster")
+    if cluster is not None and cluster not in CLUSTER_COLUMNS:
+        raise ValueError(f"{path}: cluster: {cluster!r} is not one of {sorted(CLUSTER_COLUMNS)}")
     return CardTables(tuple(tables), dict(data.get("task_metrics") or {}),
                       {k: list(v) for k, v in (data.get("extra_metrics") or {}).items()},
-                      {k: list(v) for k, v in (data.get("row_order") or {}).items()})
+                      {k: list(v) for k, v in (data.get("row_order") or {}).items()}, cluster)
 
 
 # ---- computing ---------------------------------------------------------------------------
@@ -260,11 +272,13 @@ def _group_units(units: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
-               weights: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+               weights: dict[str, np.ndarray], replicates: bool = False) -> list[dict[str, Any]]:
     """Every row of every table of one benchmark for one model x variant x setting.
 
     `units`: one row per evaluated item (columns: unit_id, item columns, `group`, `part`, score,
-    details), with score None where the model's answer could not be scored or is missing."""
+    details, and for `provenance` scored_by, paper_judge, demo_judge), with score None where the
+    model's answer could not be scored or is missing. `replicates`: each row also carries its
+    bootstrap replicates (`replicates`, an array), for paired comparisons."""
     def leaf_metric_for(spec_metric: str | None) -> Callable[[pd.DataFrame], str]:
         def choose(part: pd.DataFrame) -> str:
             if spec_metric:
@@ -294,9 +308,13 @@ def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
             if metric_names == [None]:
                 metric_names = [tables.task_metrics.get(task, "accuracy") if task else None]
             metric_names += tables.extra_metrics.get(task, []) if task and not spec.mean_of else []
+            scored_by, comparable, why = provenance(part)
+            clustered = clusters_note(part, tables.cluster)
             for metric_name in metric_names:
                 result = compute_cell(part, tuple(cell.get("mean_of", spec.mean_of)),
                                       leaf_metric_for(metric_name), weights, spec.where)
+                notes = [f"no scored items in: {', '.join(result.unscored)}" if result.unscored else None, why,
+                         clustered]
                 shown = metric_name or "mean"
                 low, high = (np.nanpercentile(result.replicates, [2.5, 97.5])
                              if np.isfinite(result.replicates).any() else (math.nan, math.nan))
@@ -305,11 +323,38 @@ def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
                     "row_order": order_index, "row_label": label, "metric": shown,
                     "score": _none(result.value), "ci_low": _none(low), "ci_high": _none(high),
                     "n_items": result.n_items, "n_scored": result.n_scored,
-                    "note": f"no scored items in: {', '.join(result.unscored)}" if result.unscored else None,
+                    "note": "; ".join(n for n in notes if n) or None,
                     "coverage": result.n_scored / result.n_items if result.n_items else None,
-                    "headline": spec.headline,
-                })
+                    "headline": spec.headline, "scored_by": scored_by, "comparable": comparable,
+                } | ({"replicates": result.replicates} if replicates else {}))
     return out
+
+
+def provenance(units: pd.DataFrame) -> tuple[str | None, bool, str | None]:
+    """Who scored a row's units, whether the row can stand beside the paper's number, and why not.
+
+    `scored_by` lists the scorers of its scored units ("rules", "judge <model> (<prompt set>
+    prompts)"). A row is not comparable when any of its units is one the paper scored with an LLM
+    judge (`paper_judge`) and it was scored here by rules or by the bundled demo judge
+    (`demo_judge`), or was not judged at all; the number stays, marked."""
+    scored = units[[s is not None and not _isnan(s) for s in units["score"]]]
+    scored_by = ", ".join(sorted({str(x) for x in scored["scored_by"] if x})) or None
+    judged_in_paper = units[units["paper_judge"].fillna(False).astype(bool)]
+    if judged_in_paper.empty:
+        return scored_by, True, None
+    by = judged_in_paper["scored_by"].fillna("")
+    judged = by.str.startswith("judge ")
+    demo = judged & judged_in_paper["demo_judge"].fillna(False).astype(bool)
+    if not judged.any():
+        scored_n = int(units["score"].map(lambda s: s is not None and not _isnan(s)).sum())
+        return scored_by, False, (f"not comparable to the paper: its LLM-judged items have no judge here "
+                                  f"(rule-scored items only: {scored_n:,}/{len(units):,})")
+    if demo.any():
+        return scored_by, False, "not comparable to the paper: judged by the bundled demo judge"
+    if (~judged).any():
+        return scored_by, False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
+                                  f"{len(judged_in_paper):,} LLM-judged items have no judge verdict")
+    return scored_by, True, None
 
 
 def _none(x: float) -> float | None:
@@ -320,24 +365,52 @@ def _none(x: float) -> float | None:
 RUN_KEYS = ["model", "variant", "setting", "split"]
 
 
-def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame) -> pd.DataFrame:
+def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> dict[str, np.ndarray]:
+    """Each unit id's bootstrap weights (groups' ids `group:<g>` included): its own, or with
+    `cluster` its cluster's, so that a cluster's units are resampled together."""
+    units = units.drop_duplicates("unit_id")
+    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
+    key = {uid: uid for uid in units["unit_id"]}
+    if column:
+        key |= {uid: f"cluster:{c}" for uid, c in zip(units["unit_id"], units[column]) if c is not None}
+    for gid, first in units.dropna(subset=["group"]).groupby("group", sort=True)["unit_id"].first().items():
+        key[f"group:{gid}"] = key[first] if key[first] != first else f"group:{gid}"
+    draws = sorted(set(key.values()))
+    drawn = dict(zip(draws, poisson_weights(draws)))
+    return {uid: drawn[k] for uid, k in key.items()}
+
+
+def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
+    """What a row's interval says about its clusters, when some cluster holds several units."""
+    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
+    if not column or column not in units:
+        return None
+    ids = units[column].dropna()
+    if ids.empty or ids.value_counts().max() < 2:
+        return None
+    n = ids.nunique() + int(units[column].isna().sum())
+    return f"interval clustered by {cluster}: {n:,} clusters of {len(units):,} items resampled whole"
+
+
+def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replicates: bool = False) -> pd.DataFrame:
     """All tables of one benchmark for every model x variant x setting x split in `units` (which
     has those columns besides the unit columns, and `capped`: the model's max_tokens cut the
-    benchmark's generation budget for that item)."""
+    benchmark's generation budget for that item). `replicates`: a `replicates` column too."""
     units = units.copy()
-    for column in ("split", "group", "part"):
+    for column in ("split", "group", "part", "scored_by", *CLUSTER_COLUMNS.values()):
         if column not in units:
             units[column] = None
-    if "capped" not in units:
-        units["capped"] = False
-    ids = sorted(set(units["unit_id"]) | {f"group:{g}" for g in units["group"].dropna().unique()})
-    weights = dict(zip(ids, poisson_weights(ids)))
+    for column in ("capped", "paper_judge", "demo_judge"):
+        if column not in units:
+            units[column] = False
+    weights = unit_weights(units, tables.cluster)
     rows = []
     for keys, part in units.groupby(RUN_KEYS, sort=True, dropna=False):
         run = dict(zip(RUN_KEYS, keys)) | {"capped": bool(part["capped"].fillna(False).any())}
-        rows += [run | row for row in table_rows(tables, part, benchmark, weights)]
-    return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS)
+        rows += [run | row for row in table_rows(tables, part, benchmark, weights, replicates)]
+    return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS + (["replicates"] if replicates else []))
 
 
 PAPER_TABLE_COLUMNS = [*RUN_KEYS, "capped", "benchmark", "table_name", "title", "row_order", "row_label", "metric",
-                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline", "note"]
+                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline", "note",
+                       "scored_by", "comparable"]

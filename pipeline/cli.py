@@ -112,6 +112,14 @@ def build_parser() -> argparse.ArgumentParser:
     s_p.add_argument("--variant", default="original", help="script variant (default: original)")
     s_p.add_argument("-o", "--output", required=True, metavar="FILE", help="the JSON file to write")
 
+    c_p = sub.add_parser("compare", help="two models on the same items: each paper row's difference, its "
+                                         "paired-bootstrap 95%% interval and p-value")
+    c_p.add_argument("model_a", metavar="A", help="a model in the warehouse")
+    c_p.add_argument("model_b", metavar="B", help="the model to compare it with")
+    c_p.add_argument("--benchmark", action="append", metavar="NAME", help="only this benchmark (repeatable)")
+    c_p.add_argument("--headline", action="store_true", help="only each benchmark's headline rows")
+    c_p.add_argument("--csv", metavar="FILE", help="also write every compared row as CSV")
+
     from pipeline.contamination.commands import add_parser as add_contamination
     add_contamination(sub)
     return parser
@@ -120,7 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql), "leaderboard": lambda a: leaderboard(a.benchmark),
             "models": lambda a: list_models(a), "tasks": lambda a: list_tasks(a), "report": lambda a: report(a),
             "diff": lambda a: diff(a), "submission": lambda a: write_submission(a),
-            "contamination": lambda a: contamination(a)}
+            "contamination": lambda a: contamination(a), "compare": lambda a: compare(a)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -456,6 +464,25 @@ def write_submission(args: argparse.Namespace) -> int:
                         f"setting {setting!r}, variant {args.variant!r} in the warehouse")
     Path(args.output).write_text(json.dumps(bench.submission(rows), ensure_ascii=False, indent=1), encoding="utf-8")
     print(f"wrote {len(rows)} predictions to {args.output}")
+    return 0
+
+
+def compare(args: argparse.Namespace) -> int:
+    """`wenheng compare A B`: paired differences (pipeline/compare.py)."""
+    from pipeline import compare as comparing
+    from pipeline.warehouse import connect_readonly
+
+    with connect_readonly(paths.warehouse_file()) as con:
+        try:
+            frame = comparing.compare(con, args.model_a, args.model_b, args.benchmark)
+        except comparing.CompareError as exc:
+            raise UserError(str(exc)) from None
+    if args.headline and not frame["headline"].any():
+        raise UserError("no headline row is shared by both models: drop --headline to see every row")
+    print(comparing.text(frame, args.headline))
+    if args.csv:
+        frame.to_csv(args.csv, index=False, encoding="utf-8")
+        print(f"\nwrote {len(frame):,} rows to {args.csv}")
     return 0
 
 

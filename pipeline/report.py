@@ -8,12 +8,20 @@ import math
 import pandas as pd
 
 SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
-KEY = "score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget"
+KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
+       "† = not comparable to the paper (its LLM-judged items were scored by rules or the demo judge: see the note)")
+NOT_COMPARABLE = "†"
+
+
+def marks(row) -> str:
+    """A cell's marks: * capped, † not comparable to the paper."""
+    get = row.get if hasattr(row, "get") else (lambda k, d=None: getattr(row, k, d))
+    return ("*" if get("capped") else "") + (NOT_COMPARABLE if get("comparable", True) is False else "")
 
 
 def cell(row: pd.Series) -> str:
     covered = f"{int(row['n_scored'])}/{int(row['n_items'])}"
-    mark = "*" if row.get("capped") else ""
+    mark = marks(row)
     if row["score"] is None or (isinstance(row["score"], float) and math.isnan(row["score"])):
         return f"-{mark} {covered}"
     interval = "" if _missing(row["ci_low"]) else f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]"

@@ -92,7 +92,7 @@ DERIVED_FROM = ("items", "prompts", "responses", "scores")
 CORPUS_TABLE = "corpus_overlap"
 
 # Bump when the warehouse's own tables change shape; code changes are caught by the layout hash.
-LAYOUT_VERSION = "5"
+LAYOUT_VERSION = "6"
 _LAYOUT_SOURCES = [Path(__file__), Path(aggregate.__file__), Path(history.__file__)]
 
 Key = tuple[tuple[str, str], ...]   # (column, value) pairs, partition_columns order; () = whole table
@@ -454,6 +454,13 @@ paper AS (
 SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.task_group, i.domain,
        i.capability, json_extract_string(i.metadata, '$.group') AS "group",
        json_extract_string(i.metadata, '$.part') AS part, s.score, s.details,
+       CASE WHEN s.kind = 'judge' THEN 'judge ' || s.judge_model || ' ('
+                 || coalesce(json_extract_string(s.details, '$.prompt_set'), '?') || ' prompts)'
+            WHEN s.item_id IS NOT NULL THEN 'rules' END AS scored_by,
+       list_contains(CAST($judge_tasks AS VARCHAR[]), i.task) AS paper_judge,
+       CASE WHEN coalesce(i.context, '') <> '' THEN md5(i.context) END AS context_id,
+       coalesce(s.kind = 'judge' AND starts_with(json_extract_string(s.details, '$.judge.model'), 'bundled:'), false)
+           AS demo_judge,
        coalesce(a.max_tokens IS NOT NULL AND (p.max_tokens IS NULL OR a.max_tokens < p.max_tokens), false) AS capped
 FROM prompts p
 JOIN items i USING (item_id)
@@ -527,7 +534,8 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
     if scope is not None:
         return redone   # the views below are already in the warehouse
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
-             "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, note")
+             "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, comparable, "
+             "scored_by, note")
     for name, card_tables in tables.items():
         for spec in card_tables.tables:
             con.execute(f'CREATE OR REPLACE VIEW "{name}_{spec.name}" AS SELECT {shown} FROM paper_tables '
@@ -535,7 +543,26 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
                         "ORDER BY split, setting, variant, row_order, metric, model")
     con.execute(f"CREATE OR REPLACE VIEW leaderboard AS SELECT benchmark, table_name, row_order, {shown} "
                 "FROM paper_tables WHERE headline ORDER BY benchmark, split, setting, variant, row_order, model")
+    con.execute(MODEL_DIFFERENCES_VIEW)
     return redone
+
+
+# Every two models on the same paper-table row (benchmark, table, row, metric, split, setting,
+# variant): A's number minus B's, both with n. Point differences only: the paired-bootstrap
+# interval and p-value of each come from `wenheng compare A B` (pipeline/compare.py).
+MODEL_DIFFERENCES_VIEW = """
+CREATE OR REPLACE VIEW model_differences AS
+SELECT a.benchmark, a.table_name, a.row_order, a.row_label, a.metric, a.split, a.setting, a.variant,
+       a.model AS model_a, b.model AS model_b, a.score AS score_a, b.score AS score_b, a.score - b.score AS difference,
+       a.n_items, a.n_scored AS n_scored_a, b.n_scored AS n_scored_b, a.comparable AND b.comparable AS comparable,
+       a.headline
+FROM paper_tables a
+JOIN paper_tables b
+  ON b.benchmark = a.benchmark AND b.table_name = a.table_name AND b.row_label = a.row_label
+ AND b.metric = a.metric AND b.split IS NOT DISTINCT FROM a.split AND b.setting IS NOT DISTINCT FROM a.setting
+ AND b.variant IS NOT DISTINCT FROM a.variant AND b.model <> a.model
+ORDER BY a.benchmark, a.table_name, a.split, a.setting, a.variant, a.row_order, a.metric, a.model, b.model
+"""
 
 
 def _units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> pd.DataFrame:
@@ -563,7 +590,7 @@ PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "benchmark": "VARCHAR", "table_name": "VARCHAR", "title": "VARCHAR", "row_order": "BIGINT",
     "row_label": "VARCHAR", "metric": "VARCHAR", "score": "DOUBLE", "ci_low": "DOUBLE", "ci_high": "DOUBLE",
     "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN",
-    "note": "VARCHAR"}.items())
+    "note": "VARCHAR", "scored_by": "VARCHAR", "comparable": "BOOLEAN"}.items())
 
 
 # ---- paper tables on the items a corpus does not contain -------------------------------------------

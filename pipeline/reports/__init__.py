@@ -5,6 +5,8 @@
     <out_dir>/<benchmark>.md     the same tables as Markdown
     <out_dir>/<benchmark>.csv    every paper-table row (value, interval, n, coverage, notes)
     <out_dir>/samples.html       the sample browser: prompt, response, gold, extraction, scores
+    <out_dir>/samples_<benchmark>.jsonl  every response: prompt, response, gold, extracted answers,
+                                 rule and judge scores, the judge's verdict text, tokens, latency
     <out_dir>/contamination.html contamination against the user's corpora, when any was scanned:
                                  rates, share histogram, examples, paper tables all vs clean
     <out_dir>/results.json       configuration (secrets masked), models, sources and hashes,
@@ -29,7 +31,9 @@ from pipeline.warehouse import connect_readonly
 __all__ = ["write_reports", "build_run_info", "RUN_INFO_KEYS", "MAX_SAMPLES"]
 MAX_SAMPLES = data.MAX_SAMPLES
 PAGE_KEY = ("Each cell: score x100, its 95% bootstrap interval, n = items scored / items asked, coverage = "
-            "scored / asked; * = the model's max_tokens cut the benchmark's budget.")
+            "scored / asked; * = the model's max_tokens cut the benchmark's budget; † = not comparable to the paper: "
+            "its LLM-judged items were scored by rules or by the bundled demo judge (the note says which; "
+            "hover a number for who scored it).")
 
 
 def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None = None, *,
@@ -53,6 +57,13 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
         sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
         info = results(con, rows, Path(db_path), run_info)
         corpora = contamination_page.pages(con, benchmarks, models)
+        written = set()
+        for name in sorted(set(rows["benchmark"])):
+            data.write_samples_jsonl(con, name, out_dir / f"samples_{name}.jsonl", models)
+            written.add(f"samples_{name}.jsonl")
+    for stale in out_dir.glob("samples_*.jsonl"):   # of a benchmark an earlier report into this folder had
+        if stale.name not in written:
+            stale.unlink()
 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
     present += sorted(set(rows["benchmark"]) - set(present))   # a benchmark whose card is gone

@@ -14,7 +14,7 @@ from pipeline import aggregate
 from pipeline.benchmarks import cards
 
 CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "notes",
-               "metric", "split", "setting", "variant", "capped", "title"]
+               "metric", "split", "setting", "variant", "capped", "title", "scored_by", "comparable"]
 MAX_SAMPLES = 20_000
 MAX_TEXT = 6_000   # characters of one prompt, response or gold kept in the sample browser
 MAX_BYTES = 30_000_000   # the sample browser's embedded text, so that a page still opens quickly
@@ -67,6 +67,70 @@ LEFT JOIN rule ru ON ru.item_id = p.item_id AND ru.variant = p.variant AND ru.se
 LEFT JOIN judge ju ON ju.item_id = p.item_id AND ju.variant = p.variant AND ju.setting = p.setting
                   AND ju.model = p.model
 """
+
+
+# One line per response of one benchmark, every one (the browser caps, this file does not): the
+# lm-evaluation-harness `samples_<task>.jsonl` habit, with both scorers and the judge's own words.
+SAMPLES_JSONL_SQL = """
+SELECT r.item_id, i.split, i.task, r.model, r.setting, r.variant, pr.messages AS prompt, r.text AS response,
+       r.error, r.finish_reason, i.answer, i."references", i.choices,
+       ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
+       ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason, ju.judge_model,
+       ju.scorer AS judge_scorer, jv.verdict AS judge_verdict,
+       r.tokens_in, r.tokens_out, r.latency_s, r.max_tokens
+FROM responses r
+JOIN items i USING (item_id)
+LEFT JOIN prompts pr ON pr.item_id = r.item_id AND pr.variant = r.variant AND pr.setting = r.setting
+LEFT JOIN scores ru ON ru.item_id = r.item_id AND ru.variant = r.variant AND ru.setting = r.setting
+                   AND ru.model = r.model AND coalesce(ru.kind, 'rule') = 'rule'
+LEFT JOIN scores ju ON ju.item_id = r.item_id AND ju.variant = r.variant AND ju.setting = r.setting
+                   AND ju.model = r.model AND ju.kind = 'judge'
+LEFT JOIN judgements jv ON jv.item_id = r.item_id AND jv.variant = r.variant AND jv.setting = r.setting
+                       AND jv.model = r.model
+WHERE r.benchmark = $benchmark AND ($models IS NULL OR list_contains($models, r.model))
+ORDER BY i.task, r.item_id, r.model, r.setting, r.variant
+"""
+
+
+def write_samples_jsonl(con: duckdb.DuckDBPyConnection, benchmark: str, path, models: list[str] | None = None,
+                        batch: int = 5_000) -> int:
+    """`samples_<benchmark>.jsonl`: every response with its prompt, gold, extracted answers, rule
+    and judge scores, the judge's verdict text, tokens and latency. Returns the lines written."""
+    cursor = con.execute(SAMPLES_JSONL_SQL, {"benchmark": benchmark, "models": models or None})
+    names = [d[0] for d in cursor.description]
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        while rows := cursor.fetchmany(batch):
+            for row in rows:
+                r = dict(zip(names, row))
+                line = {"item_id": r["item_id"], "benchmark": benchmark, "split": r["split"], "task": r["task"],
+                        "model": r["model"], "setting": r["setting"], "variant": r["variant"],
+                        "prompt": _prompt_messages(r["prompt"]), "response": r["response"], "error": r["error"],
+                        "finish_reason": r["finish_reason"], "gold": r["answer"],
+                        "references": list(r["references"]) if r["references"] is not None else None,
+                        "choices": list(r["choices"]) if r["choices"] is not None else None,
+                        "rule": {"score": _none(r["rule_score"]), "extracted": r["rule_extracted"],
+                                 "reason": r["rule_reason"], "scorer": r["rule_scorer"]},
+                        "judge": None if r["judge_model"] is None else {
+                            "model": r["judge_model"], "scorer": r["judge_scorer"], "score": _none(r["judge_score"]),
+                            "extracted": r["judge_extracted"], "reason": r["judge_reason"],
+                            "verdict": r["judge_verdict"]},
+                        "status": status(r["rule_score"], r["judge_score"]),
+                        "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"],
+                        "latency_s": _none(r["latency_s"]), "max_tokens": r["max_tokens"]}
+                f.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
+                written += 1
+    return written
+
+
+def _prompt_messages(messages: str | None) -> Any:
+    """The prompt as sent: chat messages as a list, a completion prompt as its text."""
+    if messages is None:
+        return None
+    try:
+        return json.loads(messages)
+    except ValueError:
+        return messages
 
 
 def _none(x: Any) -> Any:

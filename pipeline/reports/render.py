@@ -14,7 +14,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from pipeline.charts import paper_table_chart
-from pipeline.report import KEY, SHOWN_METRICS
+from pipeline.report import KEY, SHOWN_METRICS, marks
 
 TEMPLATES = Path(__file__).parent / "templates"
 GROUP_KEYS = ["split", "setting", "variant"]
@@ -47,7 +47,8 @@ def cell(r: Any) -> dict[str, Any]:
     ci = "" if _missing(r.ci_low) else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
     coverage = "–" if _missing(r.coverage) else f"{100 * float(r.coverage):.0f}%"
     return {"value": _num(r.score), "ci": ci, "n_scored": int(r.n_scored or 0), "n_items": int(r.n_items or 0),
-            "coverage": coverage, "capped": bool(r.capped)}
+            "coverage": coverage, "capped": bool(r.capped), "marks": marks(r),
+            "scored_by": getattr(r, "scored_by", None) or ""}
 
 
 def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
@@ -93,7 +94,7 @@ def markdown(bench: Any, tables: list[dict[str, Any]]) -> str:
                 shown = []
                 for c in row["cells"]:
                     shown.append("" if c is None else
-                                 f"{c['value']}{'*' if c['capped'] else ''} {c['ci']} "
+                                 f"{c['value']}{c['marks']} {c['ci']} "
                                  f"{c['n_scored']}/{c['n_items']} ({c['coverage']})".replace("  ", " "))
                 out.append(f"| {esc(row['label'])} | " + " | ".join(esc(s) for s in shown) + " |")
             out.append("")

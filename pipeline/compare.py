@@ -1,0 +1,143 @@
+"""Two models on the same items: every paper-table row's difference, with a paired-bootstrap 95%
+interval and a p-value (`wenheng compare A B`).
+
+The paper tables' bootstrap is already paired: replicate b gives each scoring unit a weight that
+depends only on its id (pipeline/aggregate.py), so model A's and model B's replicate b weigh the
+same items the same way. The difference's replicates are A's minus B's; its interval is their
+2.5th-97.5th percentile, and the two-sided p-value is twice the smaller share of replicates on
+either side of zero (floored at 1/(replicates + 1)): how often a resample of the items reverses
+the sign of the difference. Rows are compared on the same split, setting and variant only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from pipeline import aggregate
+from pipeline.benchmarks import cards
+
+KEYS = ["benchmark", "table_name", "row_order", "row_label", "metric", "split", "setting", "variant"]
+COLUMNS = [*KEYS, "title", "headline", "model_a", "model_b", "score_a", "score_b", "difference", "ci_low",
+           "ci_high", "p_value", "n_items", "n_scored_a", "n_scored_b", "comparable"]
+
+
+class CompareError(ValueError):
+    """A comparison that cannot be made (a model not in the warehouse, no common runs)."""
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    difference: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+
+
+def paired_difference(score_a: float | None, score_b: float | None, replicates_a: np.ndarray,
+                      replicates_b: np.ndarray) -> PairedDifference:
+    """A - B with its paired-bootstrap interval and two-sided p-value (module docstring)."""
+    if score_a is None or score_b is None:
+        return PairedDifference(None, None, None, None)
+    diff = np.asarray(replicates_a, dtype=float) - np.asarray(replicates_b, dtype=float)
+    diff = diff[np.isfinite(diff)]
+    if not len(diff):
+        return PairedDifference(score_a - score_b, None, None, None)
+    low, high = np.percentile(diff, [2.5, 97.5])
+    below, above = (diff <= 0).mean(), (diff >= 0).mean()
+    p = min(1.0, max(2 * min(below, above), 1 / (len(diff) + 1)))
+    return PairedDifference(round(score_a - score_b, 9), round(float(low), 9), round(float(high), 9), float(p))
+
+
+def models_in(con: duckdb.DuckDBPyConnection) -> list[str]:
+    return [m for (m,) in con.execute("SELECT DISTINCT model FROM responses ORDER BY 1").fetchall()]
+
+
+def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
+            benchmarks: list[str] | None = None) -> pd.DataFrame:
+    """Every paper-table row that both models have (same benchmark, split, setting, variant), A vs
+    B, as COLUMNS."""
+    from pipeline.warehouse import _units, paper_judge_tasks
+
+    known = models_in(con)
+    for model in (model_a, model_b):
+        if model not in known:
+            raise CompareError(f"no responses of model {model!r} in the warehouse (models there: "
+                               f"{', '.join(known) or 'none'})")
+    if model_a == model_b:
+        raise CompareError("compare two different models")
+    all_cards = cards()
+    wanted = benchmarks or sorted(all_cards)
+    for name in wanted:
+        if name not in all_cards:
+            raise CompareError(f"unknown benchmark {name!r} (known: {', '.join(sorted(all_cards))})")
+    frames = []
+    for name in wanted:
+        bench = all_cards[name]
+        params = {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}
+        units = _units(con, [model_a, model_b], params)
+        if units.empty or units["model"].nunique() < 2:
+            continue
+        tables = aggregate.load_tables(bench.folder / "tables.yaml")
+        rows = aggregate.paper_tables(tables, name, units, replicates=True)
+        frames.append(_pairs(rows, model_a, model_b))
+    if not frames or all(f.empty for f in frames):
+        raise CompareError(f"{model_a} and {model_b} share no benchmark run (the same benchmark, split, setting "
+                           "and variant) in the warehouse")
+    return pd.concat([f for f in frames if not f.empty], ignore_index=True)
+
+
+def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
+    a = rows[rows["model"] == model_a].set_index(KEYS)
+    b = rows[rows["model"] == model_b].set_index(KEYS)
+    out = []
+    for key in a.index.intersection(b.index, sort=False):
+        ra, rb = a.loc[key], b.loc[key]
+        d = paired_difference(_value(ra["score"]), _value(rb["score"]), ra["replicates"], rb["replicates"])
+        out.append({**dict(zip(KEYS, key)), "title": ra["title"], "headline": bool(ra["headline"]),
+                    "model_a": model_a, "model_b": model_b, "score_a": _value(ra["score"]),
+                    "score_b": _value(rb["score"]), "difference": d.difference, "ci_low": d.ci_low,
+                    "ci_high": d.ci_high, "p_value": d.p_value, "n_items": int(ra["n_items"]),
+                    "n_scored_a": int(ra["n_scored"]), "n_scored_b": int(rb["n_scored"]),
+                    "comparable": bool(ra["comparable"]) and bool(rb["comparable"])})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _value(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and np.isnan(x)) else float(x)
+
+
+def text(frame: pd.DataFrame, headline_only: bool = False) -> str:
+    """The comparison as plain columns, one block per benchmark and run setting."""
+    from pipeline.contamination.tables import table
+
+    if headline_only:
+        frame = frame[frame["headline"]]
+    a, b = frame["model_a"].iloc[0], frame["model_b"].iloc[0]
+    lines = [f"{a} - {b}: difference in score x100 on the same items, its paired-bootstrap 95% interval and "
+             f"two-sided p ({aggregate.REPLICATES} replicates); † = not comparable to the paper (see the leaderboard)"]
+    for keys, part in frame.groupby(["benchmark", "split", "setting", "variant"], sort=False, dropna=False):
+        lines += ["", f"{keys[0]} · split {keys[1]} · setting {keys[2]} · variant {keys[3]}"]
+        body = [[f"{r.title}: {r.row_label}" + (f" ({r.metric})" if r.metric not in ("accuracy", "mean") else ""),
+                 _num(r.score_a), _num(r.score_b), _signed(r.difference) + ("" if r.comparable else "†"),
+                 "" if r.ci_low is None else f"[{_signed(r.ci_low)}, {_signed(r.ci_high)}]", _p(r.p_value),
+                 f"{r.n_items:,}"] for r in part.itertuples(index=False)]
+        lines.append(table(["row", a, b, "difference", "95% interval", "p", "items"], body, align="l"))
+    return "\n".join(lines)
+
+
+def _num(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.1f}"
+
+
+def _signed(x) -> str:
+    return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:+.1f}"
+
+
+def _p(p) -> str:
+    if p is None or (isinstance(p, float) and np.isnan(p)):
+        return "–"
+    return f"{p:.3f}" if p >= 0.001 else "<0.001"

@@ -1,0 +1,102 @@
+"""Who scored a number, whether it stands beside the paper's, clustered intervals and paired
+differences: pipeline/aggregate.py and pipeline/compare.py on synthetic units."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from pipeline.aggregate import CardTables, TableSpec, load_tables, paper_tables, unit_weights
+from pipeline.compare import paired_difference
+
+
+def _units(rows, model="m"):
+    base = {"model": model, "variant": "original", "setting": "s", "group": None, "part": None, "details": {},
+            "task": "t", "task_group": "g", "domain": None, "capability": None}
+    frame = pd.DataFrame([{**base, **r} for r in rows])
+    if "unit_id" not in frame:
+        frame["unit_id"] = [f"u{i}" for i in range(len(frame))]
+    return frame
+
+
+def _row(units, cluster=None, replicates=False):
+    tables = CardTables((TableSpec("all", "All"),), {}, {}, {}, cluster)
+    return paper_tables(tables, "b", units, replicates=replicates).iloc[0]
+
+
+def test_correlated_answers_within_a_passage_widen_the_clustered_interval():
+    """40 passages x 10 questions; a model knows a passage or not (every answer about it right or
+    wrong): 400 answers carry the evidence of 40. The cluster bootstrap's interval is about
+    sqrt(10) times the naive one; with independent answers both are alike."""
+    rng = np.random.default_rng(0)
+    known = rng.random(40) < 0.5
+    rows = [{"unit_id": f"p{p}q{q}", "context_id": f"passage{p}", "score": float(known[p])}
+            for p in range(40) for q in range(10)]
+    units = _units(rows)
+    naive, clustered = _row(units), _row(units, cluster="context")
+    assert naive["score"] == clustered["score"]
+    naive_width = naive["ci_high"] - naive["ci_low"]
+    clustered_width = clustered["ci_high"] - clustered["ci_low"]
+    assert 2.2 < clustered_width / naive_width < 4.5, (naive_width, clustered_width)
+    assert "interval clustered by context: 40 clusters of 400 items" in clustered["note"]
+    assert naive["note"] is None
+
+    independent = _units([{**r, "score": float(rng.random() < 0.5)} for r in rows])
+    a, b = _row(independent), _row(independent, cluster="context")
+    ratio = (b["ci_high"] - b["ci_low"]) / (a["ci_high"] - a["ci_low"])
+    assert 0.7 < ratio < 1.45, ratio
+
+
+def test_cluster_weights_are_shared_within_a_cluster_and_unchanged_without_one():
+    units = _units([{"unit_id": "a", "context_id": "x"}, {"unit_id": "b", "context_id": "x"},
+                    {"unit_id": "c", "context_id": None}, {"unit_id": "d", "context_id": "y"}])
+    w = unit_weights(units, "context")
+    assert (w["a"] == w["b"]).all() and not (w["a"] == w["d"]).all()
+    plain = unit_weights(units)
+    assert (plain["c"] == w["c"]).all() and not (plain["a"] == plain["b"]).all()
+
+
+def test_the_shipped_cards_cluster_cpdue_poems_and_wyweb_passages():
+    from pipeline.benchmarks import cards
+
+    clustered = {name for name, card in cards().items() if load_tables(card.folder / "tables.yaml").cluster}
+    assert {"cpdue", "wyweb"} <= clustered
+
+
+def test_a_row_says_who_scored_it_and_whether_it_stands_beside_the_paper():
+    judge = "judge served-qwen (official prompts)"
+    rule_only = _units([{"score": 1.0, "scored_by": "rules", "paper_judge": True},
+                        {"score": None, "scored_by": "rules", "paper_judge": True},
+                        {"score": 0.0, "scored_by": "rules", "paper_judge": False}])
+    row = _row(rule_only)
+    assert row["scored_by"] == "rules" and not row["comparable"]
+    assert "no judge here (rule-scored items only: 2/3)" in row["note"]
+
+    demo = _units([{"score": 1.0, "scored_by": "judge gemma3-270m (wenheng prompts)", "paper_judge": True,
+                    "demo_judge": True}])
+    assert not _row(demo)["comparable"] and "bundled demo judge" in _row(demo)["note"]
+
+    strong = _units([{"score": 1.0, "scored_by": judge, "paper_judge": True},
+                     {"score": 0.0, "scored_by": "rules", "paper_judge": False}])
+    row = _row(strong)
+    assert row["comparable"] and row["scored_by"] == f"{judge}, rules" and row["note"] is None
+
+    never_judged = _units([{"score": 1.0, "scored_by": "rules"}])
+    assert _row(never_judged)["comparable"] and _row(never_judged)["scored_by"] == "rules"
+
+
+def test_paired_difference_interval_and_p_value():
+    """Two models on the same 300 items, one right on 20 more of them: the paired interval
+    excludes 0 though the unpaired intervals overlap; equal models give p = 1."""
+    rng = np.random.default_rng(1)
+    base = rng.random(300) < 0.6
+    better = base.copy()
+    better[np.flatnonzero(~base)[:20]] = True
+    a = _row(_units([{"unit_id": f"i{k}", "score": float(s)} for k, s in enumerate(better)], "a"), replicates=True)
+    b = _row(_units([{"unit_id": f"i{k}", "score": float(s)} for k, s in enumerate(base)], "b"), replicates=True)
+    d = paired_difference(a["score"], b["score"], a["replicates"], b["replicates"])
+    assert abs(d.difference - 100 * 20 / 300) < 1e-6
+    assert 0 < d.ci_low < d.difference < d.ci_high and d.p_value < 0.01
+    assert a["ci_low"] < b["ci_high"]   # each model's own interval overlaps the other's
+    same = paired_difference(b["score"], b["score"], b["replicates"], b["replicates"])
+    assert same.difference == 0 and same.p_value == 1.0 and same.ci_low == same.ci_high == 0
