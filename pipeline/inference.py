@@ -78,7 +78,8 @@ def give_golds(engine: Any, planned: list[tuple[dict[str, Any], Request]],
     never sees a gold."""
     use_golds = getattr(engine, "use_golds", None)
     if use_golds is not None:
-        use_golds({req.cache_key: items_by_id[row["item_id"]]["answer"] for row, req in planned})
+        use_golds({req.cache_key: items_by_id[row["item_id"]]["answer"] for row, req in planned},
+                  {req.cache_key: items_by_id[row["item_id"]].get("task") or "" for row, req in planned})
     return engine
 
 

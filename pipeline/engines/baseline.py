@@ -1,7 +1,9 @@
 """Baselines that need no model: `oracle` answers the gold (a scorer that does not give it 1.0
 is broken), `random` picks an option uniformly (chance level; one independent letter per
-question when a prompt asks several, `Request.picks`) and, for open items, shuffles the gold's
-characters (bag-of-characters floor).
+question when a prompt asks several, `Request.picks`) and, for open items, writes as many
+characters as the gold has, each drawn from the characters of its task's golds (their
+frequencies): a chance level for generation. Not the gold's own characters shuffled: those
+pass length, rhyme-set and tone-count rules far above chance (couplet rules 2 times in 3).
 
 A request carries no gold: the planning code hands the golds over through `use_golds`
 (`pipeline.inference.give_golds`), the one hook a real engine does not have."""
@@ -23,18 +25,25 @@ class BaselineEngine:
             raise ValueError(f"baseline strategy must be one of {STRATEGIES}, got {strategy!r}")
         self.strategy, self.seed = strategy, seed
         self.golds: Mapping[str, str | None] | None = None
+        self.tasks: Mapping[str, str] = {}
+        self._pools: dict[str, tuple[list[str], list[int]]] = {}
         self.prompts_received = 0  # lets tests prove the cache stops prompts from arriving
 
     def identity(self) -> dict[str, Any]:
         # `reads_gold` puts the gold into the oracle's cache keys (pipeline.inference.plan): its
         # answer depends on the gold, not only on the prompt, and identical prompts with different
         # golds (real duplicates in WenMind and WYWEB) must not share a cached answer.
-        return {"engine": "baseline", "strategy": self.strategy, "seed": self.seed,
-                "reads_gold": self.strategy == "oracle"}
+        identity = {"engine": "baseline", "strategy": self.strategy, "seed": self.seed,
+                    "reads_gold": self.strategy == "oracle"}
+        if self.strategy == "random":   # open answers: characters of the task's golds (2: not the gold shuffled)
+            identity["open_answers"] = 2
+        return identity
 
-    def use_golds(self, golds: Mapping[str, str | None]) -> None:
-        """The gold answer behind each cache key this engine may be asked."""
+    def use_golds(self, golds: Mapping[str, str | None], tasks: Mapping[str, str] | None = None) -> None:
+        """The gold answer behind each cache key this engine may be asked, and its item's task."""
         self.golds = golds
+        self.tasks = tasks or {}
+        self._pools = {}
 
     def load(self) -> None:
         pass
@@ -64,6 +73,21 @@ class BaselineEngine:
             return "".join(rng.choice(req.choices) for _ in range(req.picks))
         if req.labels:
             return rng.choice(list(req.labels))
-        chars = list(self._gold(req))
-        rng.shuffle(chars)
-        return "".join(chars)
+        length = len(self._gold(req))
+        if not length:
+            return ""
+        population, weights = self._pool(self.tasks.get(req.cache_key, ""))
+        return "".join(rng.choices(population, weights, k=length))
+
+    def _pool(self, task: str) -> tuple[list[str], list[int]]:
+        """The characters of the task's golds (of every gold handed over, for a request whose task is
+        not known) with their counts, in a fixed order."""
+        if task not in self._pools:
+            counts: dict[str, int] = {}
+            for key, gold in (self.golds or {}).items():
+                if gold and (not task or self.tasks.get(key, "") == task):
+                    for ch in gold:
+                        counts[ch] = counts.get(ch, 0) + 1
+            ordered = sorted(counts.items())
+            self._pools[task] = ([c for c, _ in ordered], [n for _, n in ordered]) if ordered else (["?"], [1])
+        return self._pools[task]

@@ -101,3 +101,28 @@ def test_constrained_ten_option_requests_reach_the_server_with_all_ten_letters()
     assert bodies and all(b["structured_outputs"] == {"choice": list("ABCDEFGHIJ")} for b in bodies)
     texts = Counter(c.text for c in completions)
     assert set(texts) <= set("ABCDEFGHIJ") and {"I", "J"} <= set(texts)   # the last two letters are answerable
+
+
+def test_random_open_answers_are_task_characters_at_the_golds_length_not_the_gold_shuffled():
+    from pipeline.engines import Request
+
+    golds = {f"poem{i}": text for i, text in enumerate(
+        ["白日依山尽黄河入海流", "春眠不觉晓处处闻啼鸟", "床前明月光疑是地上霜", "红豆生南国春来发几枝"])}
+    golds |= {"couplet0": "天增岁月人增寿", "couplet1": "春满乾坤福满门"}
+    tasks = {k: "poem" if k.startswith("poem") else "couplet" for k in golds}
+    engine = BaselineEngine("random", seed=0)
+    engine.use_golds(golds, tasks)
+    requests = [Request(k, ({"role": "user", "content": k},), None) for k in golds]
+    answers = {r.cache_key: c.text for r, c in zip(requests, engine.generate(requests))}
+    for key, gold in golds.items():
+        answer = answers[key]
+        assert len(answer) == len(gold)
+        pool = set("".join(g for k, g in golds.items() if tasks[k] == tasks[key]))
+        assert set(answer) <= pool, (key, answer)
+    # a shuffle keeps the gold's characters exactly; draws from the task's pool almost never do
+    shuffles = sum(sorted(answers[k]) == sorted(g) for k, g in golds.items())
+    assert shuffles == 0
+    again = BaselineEngine("random", seed=0)
+    again.use_golds(golds, tasks)
+    assert [c.text for c in again.generate(requests)] == [answers[r.cache_key] for r in requests]   # seeded
+    assert engine.identity()["open_answers"] == 2 and "open_answers" not in BaselineEngine("oracle").identity()

@@ -284,3 +284,64 @@ def test_results_json_from_a_run_masks_secrets(warehouse, tmp_path, monkeypatch)
     assert info["run"]["started_at"] == "2026-01-02T03:04:05+00:00" and info["from_run"] is True
     page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     assert "time: evaluate" in page and "2.5 s" in page and "wenheng run --models" in page
+
+
+def test_samples_jsonl_holds_every_response_with_its_scores(report, warehouse):
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        counts = dict(con.execute("SELECT benchmark, count(*) FROM responses GROUP BY 1").fetchall())
+    assert counts
+    for benchmark, n in counts.items():
+        lines = (report / f"samples_{benchmark}.jsonl").read_text(encoding="utf-8").splitlines()
+        assert len(lines) == n, benchmark
+        first = json.loads(lines[0])
+        assert {"item_id", "prompt", "response", "gold", "rule", "judge", "status", "tokens_in", "tokens_out",
+                "latency_s"} <= set(first)
+        oracle = [json.loads(line) for line in lines if '"model": "oracle"' in line]
+        assert oracle and all(s["rule"]["scorer"] for s in oracle)
+
+
+def test_results_json_holds_every_table_row_and_how_intervals_were_made(report, warehouse):
+    info = json.loads((report / "results.json").read_text(encoding="utf-8"))
+    rows = paper_tables(warehouse)
+    assert sum(len(v) for v in info["tables"].values()) == len(rows)
+    assert info["bootstrap"] == {"method": "poisson", "replicates": 1000, "seed": "wenheng",
+                                 "interval": "2.5th-97.5th percentile"}
+    assert info["environment"]["python"] and info["environment"]["cpu_count"] >= 1
+    assert all("scored_by" in r and "comparable" in r for v in info["tables"].values() for r in v)
+
+
+def test_a_judge_free_wenmind_overall_says_what_it_covers(warehouse, report):
+    """No judge configured: WenMind's paper judges its answers, so its rows are marked not
+    comparable, with the rule-scored share in the note, in the warehouse, CSV and pages."""
+    rows = paper_tables(warehouse)
+    overall = rows[(rows["benchmark"] == "wenmind") & rows["headline"] & (rows["model"] == "oracle")]
+    assert len(overall) and not overall["comparable"].any()
+    note = overall["note"].iloc[0]
+    assert "no judge here (rule-scored items only: " in note
+    assert f"{int(overall['n_scored'].iloc[0]):,}/{int(overall['n_items'].iloc[0]):,}" in note
+    assert set(rows[rows["benchmark"] == "aceval"]["comparable"]) == {True}   # rule-scored in its paper too
+    csv = pd.read_csv(report / "wenmind.csv")
+    assert {"scored_by", "comparable"} <= set(csv.columns) and (csv["comparable"] == False).any()  # noqa: E712
+    assert "†" in (report / "wenmind.html").read_text(encoding="utf-8")
+    assert "†" in (report / "wenmind.md").read_text(encoding="utf-8")
+
+
+def test_compare_gives_paired_differences(warehouse, monkeypatch, capsys):
+    from pipeline import cli
+    from pipeline.compare import compare
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        frame = compare(con, "oracle", "random", ["aceval"])
+        differences = con.execute("SELECT count(*) FROM model_differences WHERE benchmark = 'aceval'").fetchone()[0]
+    assert len(frame) and differences == 2 * len(frame)   # each pair both ways
+    scored = frame.dropna(subset=["difference"])
+    assert (scored["difference"] > 0).all()                       # the oracle is right everywhere
+    big = scored[scored["n_items"] >= 8]
+    assert len(big) and (big["ci_low"] > 0).all() and (big["p_value"] < 0.05).all()
+    monkeypatch.setenv("WENHENG_WAREHOUSE", str(warehouse))
+    assert cli.main(["compare", "oracle", "random", "--benchmark", "aceval", "--headline"]) == 0
+    out = capsys.readouterr().out
+    assert "oracle - random" in out and "95% interval" in out
+    assert cli.main(["compare", "oracle", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no responses of model 'nosuch'" in err
