@@ -49,13 +49,16 @@ def overlap_rows(index: ItemIndex, scan: CorpusScan, corpus: str, spec: CorpusSp
             row[f"{name}_offset"], row[f"{name}_snippet"] = ev.get("offset"), ev.get("snippet")
             if share is not None and share >= spec.threshold:
                 flagged.append(name)
-        checked = ngrams[2 * i] + ngrams[2 * i + 1] > 0
-        row["status"] = "checked" if checked else "too_short"
-        row["contaminated"] = bool(flagged) if checked else None
-        row["kind"] = {("input", "label"): "input_and_label", ("input",): "input", ("label",): "label"}.get(
-            tuple(flagged))
-        rows.append(row)
+        rows.append(row | verdict(flagged, ngrams[2 * i] + ngrams[2 * i + 1] > 0))
     return rows
+
+
+def verdict(flagged: list[str], checked: bool) -> dict[str, object]:
+    """An item's status, contaminated and kind from the fields at or above the threshold (input,
+    label: in that order) and whether it had any n-gram to look up (too short: no verdict)."""
+    return {"status": "checked" if checked else "too_short", "contaminated": bool(flagged) if checked else None,
+            "kind": {("input", "label"): "input_and_label", ("input",): "input", ("label",): "label"}.get(
+                tuple(flagged))}
 
 
 def share_histogram(shares: list[float | None], bins: int = 10) -> dict[str, int]:

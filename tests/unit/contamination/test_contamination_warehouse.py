@@ -14,6 +14,7 @@ import pytest
 
 from pipeline import aggregate, paths, schema, warehouse
 from pipeline.benchmarks import cards
+from pipeline.contamination.overlap import verdict
 from pipeline.warehouse import publish
 from resources.lake import to_arrow
 
@@ -66,12 +67,7 @@ def overlap_rows(corpus: str, fields: dict[str, tuple], threshold: float = 0.5, 
                     f"{name}_snippet": f"學而時習之 {name} {item}" if matched else None}
             if share is not None and share >= threshold:
                 flagged.append(name)
-        checked = counts[0][0] + counts[1][0] > 0
-        row["status"] = "checked" if checked else "too_short"
-        row["contaminated"] = bool(flagged) if checked else None
-        row["kind"] = {("input", "label"): "input_and_label", ("input",): "input", ("label",): "label"}.get(
-            tuple(flagged))
-        rows.append(row)
+        rows.append(row | verdict(flagged, counts[0][0] + counts[1][0] > 0))
     return rows
 
 
