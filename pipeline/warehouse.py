@@ -459,7 +459,8 @@ SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.t
             WHEN s.item_id IS NOT NULL THEN 'rules' END AS scored_by,
        list_contains(CAST($judge_tasks AS VARCHAR[]), i.task) AS paper_judge,
        CASE WHEN coalesce(i.context, '') <> '' THEN md5(i.context) END AS context_id,
-       coalesce(s.kind = 'judge' AND starts_with(json_extract_string(s.details, '$.judge.model'), 'bundled:'), false)
+       coalesce(s.kind = 'judge'
+                AND starts_with(json_extract_string(s.details, '$.judge.engine.model'), 'bundled:'), false)
            AS demo_judge,
        coalesce(a.max_tokens IS NOT NULL AND (p.max_tokens IS NULL OR a.max_tokens < p.max_tokens), false) AS capped
 FROM prompts p

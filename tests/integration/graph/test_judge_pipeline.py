@@ -171,3 +171,30 @@ def test_benchmarks_without_a_judge_get_an_empty_partition(judged_run):
     summary = run_pipeline(["aceval"], ["oracle"], log=lambda _: None)
     assert summary.ok and summary.metadata("judgements", "aceval|oracle")["routed"] == 0
     assert summary.metadata("judge_reliability", "aceval|oracle")["table"].startswith("No judge configured")
+
+
+def test_rows_say_who_judged_them_and_a_demo_judge_is_not_comparable(judged_run, tmp_path):
+    """A strong judge's rows name it and stand beside the paper; the same verdicts under the
+    bundled demo judge's identity (what VLLMEngine records for `bundled:gemma3-270m`) are marked
+    not comparable, the numbers unchanged."""
+    from pipeline.engines.vllm_engine import VLLMEngine
+    from pipeline.warehouse import build_paper_tables
+
+    _, con, _, workdir = judged_run
+    rows = con.execute("""SELECT model, scored_by, comparable, score, note FROM paper_tables
+        WHERE benchmark = 'wenmind' AND table_name = 'overall' ORDER BY model""").fetchall()
+    assert [r[:3] for r in rows] == [("oracle", "judge judge (wenheng prompts)", True),
+                                     ("random", "judge judge (wenheng prompts)", True)]
+    demo = VLLMEngine("bundled:gemma3-270m").identity()
+    copy = tmp_path / "demo.duckdb"
+    shutil.copy(workdir / "warehouse.duckdb", copy)
+    with duckdb.connect(str(copy)) as writable:
+        for key, details in writable.execute("SELECT rowid, details FROM scores WHERE kind = 'judge'").fetchall():
+            parsed = json.loads(details)
+            parsed["judge"]["engine"] = demo
+            writable.execute("UPDATE scores SET details = ? WHERE rowid = ?", [json.dumps(parsed), key])
+        build_paper_tables(writable)
+        marked = writable.execute("""SELECT model, comparable, score, note FROM paper_tables
+            WHERE benchmark = 'wenmind' AND table_name = 'overall' ORDER BY model""").fetchall()
+    assert [(m, c, s) for m, c, s, _ in marked] == [(m, False, s) for m, _, _, s, _ in rows]
+    assert all("bundled demo judge" in note for *_, note in marked)
