@@ -96,6 +96,8 @@ def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
     out = []
     for key in a.index.intersection(b.index, sort=False):
         ra, rb = a.loc[key], b.loc[key]
+        if _value(ra["score"]) is None and _value(rb["score"]) is None:
+            continue   # neither has a number (withheld answers): nothing to compare
         d = paired_difference(_value(ra["score"]), _value(rb["score"]), ra["replicates"], rb["replicates"])
         out.append({**dict(zip(KEYS, key)), "title": ra["title"], "headline": bool(ra["headline"]),
                     "model_a": model_a, "model_b": model_b, "score_a": _value(ra["score"]),
