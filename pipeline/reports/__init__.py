@@ -7,6 +7,8 @@
     <out_dir>/samples.html       the sample browser: prompt, response, gold, extraction, scores
     <out_dir>/samples_<benchmark>.jsonl  every response: prompt, response, gold, extracted answers,
                                  rule and judge scores, the judge's verdict text, tokens, latency
+    <out_dir>/compare.html       every two models on the same items: headline rows' paired differences,
+                                 intervals and p-values (two models or more)
     <out_dir>/contamination.html contamination against the user's corpora, when any was scanned:
                                  rates, share histogram, examples, paper tables all vs clean
     <out_dir>/results.json       configuration (secrets masked), models, sources and hashes,
@@ -23,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.benchmarks import cards
+from pipeline.reports import comparison, data, render
 from pipeline.reports import contamination as contamination_page
-from pipeline.reports import data, render
 from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
 from pipeline.warehouse import connect_readonly
 
@@ -57,6 +59,8 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
         sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
         info = results(con, rows, Path(db_path), run_info)
         corpora = contamination_page.pages(con, benchmarks, models)
+        compared = comparison.pairs(con, sorted(set(rows["model"])), benchmarks) if rows["model"].nunique() > 1 \
+            else {"pairs": [], "left_out": []}
         written = set()
         for name in sorted(set(rows["benchmark"])):
             data.write_samples_jsonl(con, name, out_dir / f"samples_{name}.jsonl", models)
@@ -68,8 +72,15 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
     present += sorted(set(rows["benchmark"]) - set(present))   # a benchmark whose card is gone
     nav = [{"name": name, "title": getattr(all_cards.get(name), "title", name)} for name in present]
-    # the contamination page, and a link to it on every page, only when the warehouse holds a scan
+    # the comparison and contamination pages, and links to them on every page, only when they have content
+    env.globals["links"] = {"compare": bool(compared["pairs"]), "contamination": bool(corpora)}
     contamination = (f"{len(corpora)} corpus scan(s): {', '.join(c['name'] for c in corpora)}" if corpora else "")
+    if compared["pairs"]:
+        render.write(out_dir / "compare.html", env.get_template("compare.html.j2").render(
+            css=css, nav=nav, pairs=compared["pairs"], left_out=compared["left_out"],
+            pairs_models=comparison.MAX_MODELS))
+    else:
+        (out_dir / "compare.html").unlink(missing_ok=True)
     if corpora:
         render.write(out_dir / "contamination.html", env.get_template("contamination.html.j2").render(
             css=css, nav=nav, contamination=contamination, corpora=corpora))
