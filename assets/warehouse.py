@@ -135,7 +135,8 @@ def chart_cache(db_path: Path) -> Path:
     return db_path.parent / "charts"
 
 
-def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path) -> dg.MaterializeResult:
+def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path,
+                   extra: dict | None = None) -> dg.MaterializeResult:
     """`frame`'s rows as the UI's Markdown (tables and charts, unchanged ones from the chart cache),
     with the columns of `relation` (the warehouse table or view the asset stands for) and the row
     count."""
@@ -146,7 +147,7 @@ def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path) -> dg
     return dg.MaterializeResult(metadata={
         "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
-        "dagster/column_schema": schema, "dagster/row_count": len(frame),
+        "dagster/column_schema": schema, "dagster/row_count": len(frame), **(extra or {}),
     })
 
 
@@ -154,14 +155,40 @@ def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path) -> dg
     group_name="warehouse", code_version="1", kinds={"duckdb"}, deps=[warehouse],
     automation_condition=dg.AutomationCondition.eager(),
 )
-def leaderboard(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
+def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource) -> dg.MaterializeResult:
     """Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as
     `wenheng leaderboard` prints them): per model the score x100 with its 95% interval, n scored
-    / items and coverage, and a bar chart per benchmark (metadata `scores`)."""
+    / items and coverage, and a bar chart per benchmark (metadata `scores`); metadata `report`:
+    the HTML report of this warehouse (written here for a run launched from the UI or a sensor,
+    by `wenheng run` as it ends for its own runs)."""
     db_path = warehouse_db.path()
+    report_file = _report(context, db_path)
     with connect_readonly(db_path) as con:
         frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
-        return _scores_result(con, frame, "leaderboard", db_path)
+        return _scores_result(con, frame, "leaderboard", db_path, {
+            "report": dg.MetadataValue.path(str(report_file)),
+            "report_url": dg.MetadataValue.url(report_file.as_uri())})
+
+
+def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
+    """The report's index.html: `wenheng run` writes its own (with the run's timings) into
+    data/reports/<its run id>/ when it ends; any other run gets one here, in
+    data/reports/<UTC time>-<Dagster run id>/."""
+    from datetime import UTC, datetime
+
+    from pipeline.reports import build_run_info, write_reports
+    from pipeline.runner import RUN_TAG
+
+    cli_run = context.run.tags.get(RUN_TAG)
+    if cli_run:
+        return paths.reports_dir() / cli_run / "index.html"
+    now = datetime.now(UTC)
+    out = paths.reports_dir() / f"{now:%Y%m%d-%H%M%S}-{context.run.run_id[:8]}"
+    stats = context.instance.get_run_stats(context.run.run_id)
+    started = datetime.fromtimestamp(stats.start_time, UTC) if stats and stats.start_time else now
+    info = build_run_info(f"dagster run {context.run.run_id} (job {context.run.job_name})", started)
+    context.log.info(f"writing the report into {out}")
+    return write_reports(db_path, out, info | {"dagster_run_id": context.run.run_id})
 
 
 def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:

@@ -182,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
 
     for name in args.benchmark or ():
         benchmarks.card(name)   # an unknown name: one line listing the known ones
-    sources, models = load_config(paths.sources_file(), paths.models_file())  # every problem, before any stage
+    # every problem, before any stage; a warning (a strong judge with wenheng's prompts) is said aloud
+    sources, models = load_config(paths.sources_file(), paths.models_file(), warn=_say)
     corpora = list(load_corpora(paths.corpora_file()))   # each is scanned (only its changed files are read)
     chosen = list(dict.fromkeys(args.benchmark or sources))
     unconfigured = [b for b in chosen if b not in sources]
@@ -309,9 +310,7 @@ def make_run_id(started_at: float, tag: str | None = None) -> str:
 
 
 def reports_dir() -> Path:
-    """data/reports beside the warehouse (WENHENG_REPORTS overrides)."""
-    value = os.environ.get("WENHENG_REPORTS")
-    return Path(value).expanduser().resolve() if value else paths.warehouse_file().parent / "reports"
+    return paths.reports_dir()
 
 
 def _limit() -> int | None:

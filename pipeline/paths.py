@@ -31,6 +31,12 @@ def warehouse_file() -> Path:
     return _env_path("WENHENG_WAREHOUSE", DATA_DIR / "warehouse.duckdb")
 
 
+def reports_dir() -> Path:
+    """HTML reports, one folder per run: data/reports beside the warehouse (WENHENG_REPORTS overrides)."""
+    value = os.environ.get("WENHENG_REPORTS")
+    return Path(value).expanduser().resolve() if value else warehouse_file().parent / "reports"
+
+
 def lake_dir() -> Path:
     """Parquet files written by the assets (one file per asset or partition)."""
     return _env_path("WENHENG_LAKE", DATA_DIR / "lake")
