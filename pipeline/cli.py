@@ -143,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as exc:
         _error(str(exc))
         return exc.code
+    except BrokenPipeError:   # `wenheng leaderboard | head -1`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())   # so the interpreter's last flush does not fail again
+        return 0
     except (ConfigError, FileNotFoundError, UnknownBenchmark) as exc:
         _error(str(exc))
         return 2
@@ -413,24 +417,68 @@ def query(sql: str) -> int:
     """Read-only, and nothing outside the warehouse: no files read or written (`copy ... to`,
     `read_csv`), no databases attached, no extensions installed or loaded, and the settings locked
     so a query cannot turn any of that back on."""
+    import threading
+
     import duckdb
 
-    text = Path(sql).read_text(encoding="utf-8") if sql.endswith(".sql") and Path(sql).is_file() else sql
+    text = _sql_text(sql)
     db_path = paths.warehouse_file()
     if not db_path.is_file():
         raise FileNotFoundError(f"no warehouse at {db_path}: run `wenheng run` first")
+    limit = _query_seconds()
     try:
         with duckdb.connect(str(db_path), read_only=True, config={
                 "enable_external_access": False, "autoinstall_known_extensions": False,
                 "autoload_known_extensions": False, "allow_community_extensions": False}) as con:
             con.execute("SET lock_configuration = true")
-            frame = con.execute(text).df()
+            timer = threading.Timer(limit, con.interrupt)   # a runaway query stops, it does not hang the shell
+            timer.start()
+            try:
+                result = con.execute(text)
+                frame = result.df() if result is not None and con.description is not None else None
+            finally:
+                timer.cancel()
+    except duckdb.InterruptException:
+        _error(f"query stopped after {limit:g} s ({QUERY_SECONDS_ENV} sets the limit)")
+        return 1
     except duckdb.Error as exc:
         message = " ".join(str(exc).split())
         _error(f"query failed: {message[:500]}")
         return 1
+    if frame is None:
+        raise UserError("the SQL holds no statement that returns rows (only comments or whitespace?)")
     _print_frame(frame)
     return 0
+
+
+QUERY_SECONDS_ENV = "WENHENG_QUERY_TIMEOUT_S"
+
+
+def _query_seconds() -> float:
+    value = os.environ.get(QUERY_SECONDS_ENV, "60")
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise UserError(f"{QUERY_SECONDS_ENV}={value!r}: expected a number of seconds") from None
+    if not seconds > 0:
+        raise UserError(f"{QUERY_SECONDS_ENV}={value!r}: expected a number of seconds above 0")
+    return seconds
+
+
+def _sql_text(sql: str) -> str:
+    """The SQL itself, or the contents of the .sql file it names; one line for a missing file or
+    an empty query."""
+    if sql.strip().endswith(".sql") and not any(c.isspace() for c in sql.strip()):
+        path = Path(sql.strip())
+        if not path.is_file():
+            raise UserError(f"no SQL file at {path}")
+        try:
+            sql = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise UserError(f"{path} is not UTF-8 text") from None
+    if not sql.strip():
+        raise UserError("no SQL given: pass a statement, e.g. wenheng query \"select * from leaderboard\"")
+    return sql
 
 
 def contamination(args: argparse.Namespace) -> int:

@@ -29,6 +29,12 @@ PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset p
 PID_TAG, HOST_TAG, RUN_TAG = "wenheng/pid", "wenheng/host", "wenheng/run"
 
 
+def _share(x: float) -> str:
+    """A share as a percentage that never rounds onto the other side of a limit (5.3%, not 5%)."""
+    text = f"{100 * x:.1f}".rstrip("0").rstrip(".")
+    return f"{text}%"
+
+
 @dataclass
 class RunSummary:
     ok: bool = True
@@ -146,7 +152,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
                 if "error_rate" in meta:
                     summary.failures.append(
                         f"{where}: {meta['errors']} of {meta.get('prompts', '?')} prompts failed "
-                        f"({meta['error_rate']:.0%}, allowed {meta['threshold']:.0%}); first errors:\n"
+                        f"({_share(meta['error_rate'])}, allowed {_share(meta['threshold'])}); first errors:\n"
                         + "\n".join(f"    {line}" for line in str(meta.get("first_errors", "")).splitlines()))
         if not result.success and summary.stopped is None:
             for event in result.all_events:

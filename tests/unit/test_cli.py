@@ -82,3 +82,9 @@ def test_limit_must_be_a_positive_whole_number(bad, capsys):
     assert done.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("wenheng run: argument --limit: expected a positive whole number")
+
+
+def test_an_error_share_never_rounds_onto_its_limit():
+    from pipeline.runner import _share
+
+    assert (_share(3 / 57), _share(0.05), _share(1.0), _share(0.0)) == ("5.3%", "5%", "100%", "0%")

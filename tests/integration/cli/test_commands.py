@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,20 @@ def test_a_limited_run_of_one_benchmark_then_tasks_models_query_and_report(env, 
 
     again = wenheng(env, "report", "--out", str(tmp_path / "again"))
     assert again.returncode == 0 and again.stdout.strip() == f"wrote {tmp_path / 'again' / 'index.html'}"
+
+    # queries that used to end in a traceback or hang: one line, a non-zero exit, a time limit
+    for sql, start in [("", "wenheng: no SQL given"), ("  -- only a comment\n", "wenheng: the SQL holds no statement"),
+                       (str(tmp_path / "missing.sql"), "wenheng: no SQL file at ")]:
+        done = wenheng(env, "query", sql)
+        assert done.returncode == 2 and done.stderr.startswith(start), (sql, done.stderr)
+        assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    started = time.monotonic()
+    slow = wenheng({**env, "WENHENG_QUERY_TIMEOUT_S": "1"}, "query", "SELECT count(*) FROM range(100000000000)")
+    assert slow.returncode == 1 and slow.stderr.startswith("wenheng: query stopped after 1 s"), slow.stderr
+    assert time.monotonic() - started < 30
+    # a reader that stops early (| head -1): no "Broken pipe", exit 0
+    piped = subprocess.run(["bash", "-c", f"'{sys.executable}' -m pipeline.cli query "
+                            "\"SELECT repeat('x', 1000) AS x FROM range(200)\" | head -1; exit ${PIPESTATUS[0]}"],
+                           cwd=ROOT, env={k: v for k, v in env.items() if k != "WENHENG_LIMIT"},
+                           capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0 and piped.stderr == "", piped.stderr
