@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
 from pipeline.dedup.policy import QUALITY_POLICIES
 from pipeline.paths import cache_dir
 from pipeline.script import VARIANT_CONFIGS
-from pipeline.sources.fetch import LIMIT_KEYS, FetchLimits, local_path, parse_limit
+from pipeline.sources.fetch import LIMIT_KEYS, FetchLimits, is_archive, local_path, parse_limit
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ENGINES = ("vllm", "openai", "baseline")
@@ -189,22 +190,25 @@ def _source(path: Path, name: str, entry: Any, default_quality: str) -> SourceSp
     )
 
 
-def load_config(sources_path: Path, models_path: Path, corrections_path: Path | None = None
-                ) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
+def load_config(sources_path: Path, models_path: Path, corrections_path: Path | None = None,
+                warn: Callable[[str], None] | None = None) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
     """Both files and the corrections (default: `paths.corrections_dir()`), every problem of all
     of them reported together (one ConfigError, one line each): what `wenheng run` checks before
-    any stage starts."""
+    any stage starts. `warn` gets each warning line of a valid configuration (`judge_warnings`)."""
     from pipeline.corrections import CorrectionsError, load_corrections
     from pipeline.paths import corrections_dir
 
     problems = _Problems()
     sources = problems.check(load_sources, sources_path)
-    models = problems.check(load_models, models_path)
+    models, judges = problems.check(_models_and_judges, models_path) or (None, {})
     try:
         load_corrections(corrections_path or corrections_dir())
     except CorrectionsError as exc:
         problems.lines.extend(str(exc).splitlines())
     problems.raise_any()
+    if warn is not None:
+        for line in judge_warnings(models_path, judges, models):
+            warn(line)
     return sources, models
 
 
@@ -248,6 +252,12 @@ VLLM_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_pa
 
 
 def load_models(path: Path) -> dict[str, ModelSpec]:
+    """`models:` of the models file, its `judges:` checked too (a broken one fails here, not in
+    the middle of a run)."""
+    return _models_and_judges(path)[0]
+
+
+def _models_and_judges(path: Path) -> tuple[dict[str, ModelSpec], dict[str, JudgeSpec]]:
     data = _load_yaml(path)
     problems = _Problems()
     for key in sorted(set(data) - MODELS_TOP_KEYS, key=str):
@@ -261,10 +271,11 @@ def load_models(path: Path) -> dict[str, ModelSpec]:
         spec = problems.check(_model, path, name, entry)
         if spec is not None:
             models[str(name)] = spec
+    judges: dict[str, JudgeSpec] = {}
     if not problems.lines:  # a broken `judges:` fails here, not in the middle of a run
-        problems.check(_judges, path, data, models)
+        judges = problems.check(_judges, path, data, models) or {}
     problems.raise_any()
-    return models
+    return models, judges
 
 
 def _model(path: Path, name: Any, entry: Any) -> ModelSpec:
@@ -426,7 +437,7 @@ class JudgeSpec:
     benchmark: str
     model: str                   # an entry of `models:` (any engine but a baseline)
     prompts: str = "wenheng"     # "wenheng": the card's judge.yaml; "official": `official` below
-    official: Path | None = None  # WenMind's Task_Score_Prompt.json (the user's copy)
+    official: Path | None = None  # WenMind's Task_Score_Prompt.json: the verified download or the user's copy
     max_tokens: int = 512
     retries: int = 2             # extra attempts for an unreadable verdict, each with a reminder
     structured_output: bool = True   # JSON schema / choice where the engine supports it
@@ -434,64 +445,170 @@ class JudgeSpec:
 
 
 JUDGE_KEYS = {"model", "prompts", "max_tokens", "retries", "structured_output", "reliability"}
+OFFICIAL_KEYS = {"official", "sha256"}
+RELIABILITY_KEYS = {"sample_per_task", "repeats", "temperature", "seed"}
+PROMPTS_EXPECTED = ("wenheng, official, or {official: <path or url of Task_Score_Prompt.json>, "
+                    "sha256: <64 hex digits; needed for a url>}")
 
 
 def load_judges(path: Path, models: dict[str, ModelSpec] | None = None) -> dict[str, JudgeSpec]:
     """`judges:` of the models file: benchmark -> JudgeSpec; benchmarks not named are not judged.
     Judge calls run at temperature 0 whatever the judge model's own sampling says. `models`: the
-    file's models when the caller has loaded them already."""
-    data = _load_yaml(path)
-    return _judges(path, data, models if models is not None else load_models(path))
+    file's models when the caller has loaded them already. `prompts: official` downloads WenMind's
+    official prompt file on the first load (then reads the verified copy in the cache)."""
+    if models is None:
+        return _models_and_judges(path)[1]
+    return _judges(path, _load_yaml(path), models)
+
+
+def is_demo_judge(model: ModelSpec) -> bool:
+    """The bundled demo model (`bundled:gemma3-270m`): it judges only so that the demo runs end to end."""
+    return model.engine == "vllm" and str(model.params.get("model", "")).startswith("bundled:")
+
+
+def judge_warnings(path: Path, judges: dict[str, JudgeSpec], models: dict[str, ModelSpec]) -> list[str]:
+    """One line per strong judge (any model but the bundled demo one) asked with wenheng's own
+    prompts on a benchmark whose paper judged with official prompts wenheng can use (WenMind):
+    its numbers will not be comparable to the paper's. Fùxì's card prompt is its paper's own, so
+    it gets none; nor does the demo judge, whose rows are marked not comparable anyway."""
+    from pipeline.judge.prompts import WENHENG, load_card_prompts
+
+    lines = []
+    for bench, spec in judges.items():
+        card = benchmarks.card(bench)
+        if spec.prompts != WENHENG or is_demo_judge(models[spec.model]) or card.judge_file is None:
+            continue
+        if load_card_prompts(card.judge_file).supports_official:
+            lines.append(f"warning: {path}: judges.{bench}: judge {spec.model!r} asks with wenheng's own prompts "
+                         f"(prompts: wenheng), so its {card.title} scores will not be comparable to the "
+                         f"{card.title} paper's; set `prompts: official` to judge with {card.title}'s official prompts")
+    return lines
 
 
 def _judges(path: Path, data: dict[str, Any], models: dict[str, ModelSpec]) -> dict[str, JudgeSpec]:
-    from pipeline.judge.prompts import PromptError, load_card_prompts, load_official
-
     entries = data.get("judges") or {}
     if not isinstance(entries, dict):
-        raise ConfigError(f"{path}: judges: expected a mapping benchmark -> {{model, prompts}}")
+        raise ConfigError(f"{path}: judges: expected a mapping benchmark -> {{model, prompts}} (got {entries!r})")
+    problems = _Problems()
     judges: dict[str, JudgeSpec] = {}
     for bench, entry in entries.items():
-        where = f"{path}: judges.{bench}"
-        if bench not in benchmarks.names():
-            raise ConfigError(f"{where}: unknown benchmark; expected one of {', '.join(benchmarks.names())}")
-        judge_file = benchmarks.card(bench).judge_file
-        if judge_file is None:
-            raise ConfigError(f"{where}: the {bench} card has no judge prompts (judge.yaml)")
-        if not isinstance(entry, dict):
-            raise ConfigError(f"{where}: expected a mapping {{model: <a model>, prompts: wenheng}}")
-        unknown = sorted(set(entry) - JUDGE_KEYS)
-        if unknown:
-            raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(JUDGE_KEYS)}")
-        model = entry.get("model")
-        if not isinstance(model, str) or model not in models:
-            raise ConfigError(f"{where}.model: {model!r} is not an entry of models: ({', '.join(models)})")
-        if models[model].engine == "baseline":
-            raise ConfigError(f"{where}.model: {model!r} is a baseline; a judge must be a real model (vllm or openai)")
-        prompts, official = entry.get("prompts", "wenheng"), None
-        try:
-            card_prompts = load_card_prompts(judge_file)
-            if isinstance(prompts, dict) and set(prompts) == {"official"}:
-                if not card_prompts.supports_official:
-                    raise ConfigError(f"{where}.prompts: the {bench} card has no routing for official prompts")
-                official = (path.parent / str(prompts["official"])).resolve()
-                if not official.is_file():
-                    raise ConfigError(f"{where}.prompts.official: {official} not found")
-                load_official(official)
-                prompts = "official"
-            elif prompts != "wenheng":
-                raise ConfigError(f"{where}.prompts: expected wenheng or "
-                                  "{official: <path to Task_Score_Prompt.json>}")
-        except PromptError as exc:
-            raise ConfigError(f"{where}.prompts: {exc}") from exc
-        judges[bench] = JudgeSpec(
-            bench, model, prompts, official,
-            max_tokens=_positive_int(entry.get("max_tokens", 512), f"{where}.max_tokens", minimum=1),
-            retries=_positive_int(entry.get("retries", 2), f"{where}.retries", minimum=0),
-            structured_output=_flag(entry.get("structured_output", True), f"{where}.structured_output"),
-            reliability=_reliability(entry.get("reliability") or {}, f"{where}.reliability"),
-        )
+        spec = problems.check(_judge, path, bench, entry, models)
+        if spec is not None:
+            judges[bench] = spec
+    problems.raise_any()
     return judges
+
+
+def _judge(path: Path, bench: Any, entry: Any, models: dict[str, ModelSpec]) -> JudgeSpec:
+    """One `judges:` entry; every problem of it, one line each naming the key, the value and
+    what is expected."""
+    from pipeline.judge.prompts import PromptError, load_card_prompts
+
+    where = f"{path}: judges.{bench}"
+    if bench not in benchmarks.names():
+        raise ConfigError(f"{where}: unknown benchmark; expected one of {', '.join(benchmarks.names())}")
+    judge_file = benchmarks.card(bench).judge_file
+    if judge_file is None:
+        raise ConfigError(f"{where}: the {bench} card has no judge prompts (judge.yaml)")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping {{model: <a model>, prompts: wenheng | official}} "
+                          f"(got {entry!r})")
+    problems = _Problems()
+    for key in sorted(set(entry) - JUDGE_KEYS, key=str):
+        problems.add(f"{where}.{key}: unknown key (got {entry[key]!r}); expected some of {sorted(JUDGE_KEYS)}")
+    model = entry.get("model")
+    if not isinstance(model, str) or model not in models:
+        problems.add(f"{where}.model: {model!r} is not an entry of models: ({', '.join(models)})")
+    elif models[model].engine == "baseline":
+        problems.add(f"{where}.model: {model!r} is a baseline; a judge must be a real model (vllm or openai)")
+    try:
+        card_prompts = load_card_prompts(judge_file)
+    except PromptError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    prompts, official = problems.check(_judge_prompts, path, where, bench, entry.get("prompts", "wenheng"),
+                                       card_prompts.supports_official) or ("wenheng", None)
+    max_tokens = problems.check(_positive_int, entry.get("max_tokens", 512), f"{where}.max_tokens", 1)
+    retries = problems.check(_positive_int, entry.get("retries", 2), f"{where}.retries", 0)
+    structured = problems.check(_flag, entry.get("structured_output", True), f"{where}.structured_output")
+    reliability = problems.check(_reliability, entry.get("reliability") or {}, f"{where}.reliability")
+    problems.raise_any()
+    return JudgeSpec(bench, model, prompts, official, max_tokens=max_tokens, retries=retries,
+                     structured_output=structured, reliability=reliability)
+
+
+def _judge_prompts(path: Path, where: str, bench: str, prompts: Any, supports_official: bool
+                   ) -> tuple[str, Path | None]:
+    """`prompts:` -> ("wenheng", None) or ("official", the verified official file): `official`
+    (WenMind's file at the pinned commit), `{official: <path>}` (the user's copy, relative to
+    the models file; `sha256` checks it when given) or `{official: <url>, sha256: <hex>}`."""
+    from pipeline.judge import prompts as judge_prompts
+
+    where = f"{where}.prompts"
+    if prompts == judge_prompts.WENHENG:
+        return prompts, None
+    if prompts == judge_prompts.OFFICIAL:
+        location, sha256 = judge_prompts.OFFICIAL_URL, judge_prompts.OFFICIAL_SHA256
+        pinned = f"wenheng's pin of {judge_prompts.OFFICIAL_REPO}@{judge_prompts.OFFICIAL_COMMIT[:7]}"
+    elif isinstance(prompts, dict) and "official" in prompts:
+        unknown = sorted(set(prompts) - OFFICIAL_KEYS, key=str)
+        if unknown:
+            raise ConfigError("\n".join(f"{where}.{key}: unknown key (got {prompts[key]!r}); expected some of "
+                                         f"{sorted(OFFICIAL_KEYS)}" for key in unknown))
+        location, sha256 = prompts["official"], prompts.get("sha256", "")
+        if not isinstance(location, str) or not location.strip():
+            raise ConfigError(f"{where}.official: expected a path or url of Task_Score_Prompt.json (got {location!r})")
+        if not isinstance(sha256, str) or (sha256 and not SHA256.match(sha256.lower())):
+            raise ConfigError(f"{where}.sha256: expected the file's sha256, 64 hex digits (got {sha256!r})")
+        sha256, pinned = sha256.lower(), "sha256 in the models file"
+    else:
+        raise ConfigError(f"{where}: expected {PROMPTS_EXPECTED} (got {prompts!r})")
+    if not supports_official:
+        raise ConfigError(f"{where}: the {bench} card has no routing for official prompts (got {prompts!r}); "
+                          "expected wenheng")
+    if location.startswith(("http://", "https://", "file://")):
+        official = _fetch_official(where, location, sha256, pinned)
+    else:
+        official = (path.parent / location).resolve()
+        if not official.is_file():
+            raise ConfigError(f"{where}.official: {official} not found (got {location!r}); expected a copy of "
+                              "Task_Score_Prompt.json, or `prompts: official` to download WenMind's")
+        if sha256:
+            _check_sha256(where, official, sha256, pinned)
+    try:
+        judge_prompts.load_official(official)
+    except judge_prompts.PromptError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
+    return judge_prompts.OFFICIAL, official
+
+
+def _fetch_official(where: str, url: str, sha256: str, pinned: str) -> Path:
+    """The official prompt file through the sources' download machinery: fetched once into
+    `<cache>/downloads/<sha256>/`, verified, then read from there with no request."""
+    from pipeline.sources.fetch import ChecksumMismatch, FetchError, file_name, materialize
+
+    if not sha256:
+        raise ConfigError(f"{where}.sha256: a url ({url}) needs the file's sha256 (64 hex digits), so a changed "
+                          "download is never used by mistake")
+    if is_archive(file_name(url)):
+        raise ConfigError(f"{where}.official: expected the JSON file itself, not an archive (got {url!r})")
+    spec = SourceSpec(benchmark="official judge prompts", path=local_path(url, sha256, "", cache_dir() / "downloads"),
+                      version=sha256[:12], url=url, sha256=sha256)
+    try:
+        return materialize(spec)
+    except ChecksumMismatch as exc:
+        raise ConfigError(f"{where}: {exc.url} has sha256 {exc.actual}, expected {exc.expected} ({pinned}); "
+                          "the download was discarded") from None
+    except FetchError as exc:
+        raise ConfigError(f"{where}: {exc}; without a network, download the file yourself and set "
+                          "`prompts: {official: path/to/Task_Score_Prompt.json}`") from None
+
+
+def _check_sha256(where: str, path: Path, expected: str, pinned: str) -> None:
+    import hashlib
+
+    actual = hashlib.sha256(path.read_bytes()).hexdigest()
+    if actual != expected:
+        raise ConfigError(f"{where}: {path} has sha256 {actual}, expected {expected} ({pinned})")
 
 
 def _positive_int(value: Any, where: str, minimum: int) -> int:
@@ -507,15 +624,15 @@ def _flag(value: Any, where: str) -> bool:
 
 
 def _reliability(entry: Any, where: str) -> ReliabilitySpec:
-    keys = {"sample_per_task", "repeats", "temperature", "seed"}
-    if not isinstance(entry, dict) or set(entry) - keys:
-        raise ConfigError(f"{where}: expected a mapping with some of {sorted(keys)}")
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping with some of {sorted(RELIABILITY_KEYS)} (got {entry!r})")
+    problems = _Problems()
+    for key in sorted(set(entry) - RELIABILITY_KEYS, key=str):
+        problems.add(f"{where}.{key}: unknown key (got {entry[key]!r}); expected some of {sorted(RELIABILITY_KEYS)}")
     temperature = entry.get("temperature", 0.7)
     if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 < temperature <= 2:
-        raise ConfigError(f"{where}.temperature: repeats need a temperature in (0, 2] (got {temperature!r})")
-    return ReliabilitySpec(
-        sample_per_task=_positive_int(entry.get("sample_per_task", 5), f"{where}.sample_per_task", minimum=0),
-        repeats=_positive_int(entry.get("repeats", 3), f"{where}.repeats", minimum=0),
-        temperature=float(temperature),
-        seed=_positive_int(entry.get("seed", 0), f"{where}.seed", minimum=0),
-    )
+        problems.add(f"{where}.temperature: repeats need a temperature in (0, 2] (got {temperature!r})")
+    counts = {key: problems.check(_positive_int, entry.get(key, default), f"{where}.{key}", 0)
+              for key, default in (("sample_per_task", 5), ("repeats", 3), ("seed", 0))}
+    problems.raise_any()
+    return ReliabilitySpec(temperature=float(temperature), **counts)

@@ -10,8 +10,11 @@ its score type and prompt.
   routes    first match wins: {when: {field: value | [values]}, type, criteria?, official?}
 
 The official file holds 28 records {id, type, prompt} with positional `{}` slots filled as
-`prompt.format(response, answer, question)`, as WenMind's LLM_Scoring.py does; its text is
-only ever read from the path the user gives, never stored in wenheng."""
+`prompt.format(response, answer, question)`, as WenMind's LLM_Scoring.py does. `prompts: official`
+downloads it once from WenMind's repository at the commit pinned below (OFFICIAL_URL), verified
+against OFFICIAL_SHA256, into the download cache (pipeline/config.py, through
+pipeline/sources/fetch.py); `prompts: {official: <path>}` reads the user's own copy. Its text
+(CC BY-NC-SA) is never stored in wenheng's repository."""
 
 from __future__ import annotations
 
@@ -34,6 +37,13 @@ OFFICIAL_TYPES = ("MCQ-Single", "MCQ-Multi", "QA-General", "QA-Idiom", "QA-Coupl
                   "QA-Couplet-C", "QA-WYW")
 OFFICIAL_POEM = "QA-Poem-"
 OFFICIAL_COUNT = 28
+# WenMind's official judge prompts, pinned: the file as added in this commit (unchanged since, as
+# of the repository's head 91e8c05), and the sha256 of its bytes.
+OFFICIAL_REPO = "SCUT-DLVCLab/WenMind"
+OFFICIAL_COMMIT = "586481c5202493d23e3ad8eb02550dd1ec1b858b"
+OFFICIAL_FILE = "JSON/Task_Score_Prompt.json"
+OFFICIAL_URL = f"https://raw.githubusercontent.com/{OFFICIAL_REPO}/{OFFICIAL_COMMIT}/{OFFICIAL_FILE}"
+OFFICIAL_SHA256 = "88256fd2b05f1d86d8f8dd52055a7375284bbbaaefff4542caa7f398441eacc0"
 
 
 class PromptError(ValueError):
@@ -145,7 +155,7 @@ def load_card_prompts(path: Path) -> CardPrompts:
 
 @dataclass(frozen=True)
 class OfficialPrompts:
-    """WenMind's Task_Score_Prompt.json, read from the user's copy."""
+    """WenMind's Task_Score_Prompt.json: the verified download or the user's copy."""
 
     path: Path
     prompts: tuple[str, ...]        # by id

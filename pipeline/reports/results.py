@@ -9,6 +9,7 @@ what only the run knows: `command`, `started_at`, `timings` ({phase: seconds}), 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from datetime import UTC, datetime
@@ -204,6 +205,49 @@ def table_rows(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def protocols(benchmarks: list[str]) -> dict[str, Any]:
+    """Per benchmark: the sha256 of its card's protocol.yaml and of each setting's definition
+    (templates, shots, budgets as data), so a reader can tell two runs' prompts apart."""
+    from pipeline.benchmarks import cards
+
+    out: dict[str, Any] = {}
+    all_cards = cards()
+    for name in benchmarks:
+        card = all_cards.get(name)
+        if card is None or not (card.folder / "protocol.yaml").is_file():
+            continue
+        settings = card.protocol.get("settings") or {}
+        out[name] = {"file_sha256": _sha256(card.folder / "protocol.yaml"),
+                     "settings": {s: _digest(spec) for s, spec in settings.items()}}
+    return out
+
+
+def judge_prompts(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Which judge, with which prompts, judged each benchmark's answers: the prompt set and its
+    version as the judgements record them, and for the card's own prompts (`wenheng`) the sha256
+    of its judge.yaml (the official prompts' version already holds a hash of their file)."""
+    from pipeline.benchmarks import cards
+
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'judgements'").fetchone()[0]
+    if not has:
+        return []
+    rows = con.execute("""SELECT benchmark, judge_model, prompt_set, prompt_version, count(*) FROM judgements
+                          GROUP BY ALL ORDER BY ALL""").fetchall()
+    all_cards = cards()
+    out = []
+    for benchmark, judge, prompt_set, version, n in rows:
+        card = all_cards.get(benchmark)
+        judge_file = card.judge_file if card is not None else None
+        out.append({"benchmark": benchmark, "judge_model": judge, "prompt_set": prompt_set, "prompt_version": version,
+                    "judgements": n, "judge_file_sha256": _sha256(judge_file)
+                    if prompt_set == "wenheng" and judge_file is not None and judge_file.is_file() else None})
+    return out
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
+
+
 def environment() -> dict[str, Any]:
     """Where the numbers were computed: Python, platform, CPU, GPU (when torch sees one)."""
     import os
@@ -253,6 +297,8 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
         # the intervals: a seeded Poisson bootstrap, paired across models (pipeline/aggregate.py)
         "bootstrap": {"method": "poisson", "replicates": aggregate.REPLICATES, "seed": aggregate.SEED,
                       "interval": "2.5th-97.5th percentile"},
+        "protocols": protocols(sorted(set(rows["benchmark"]))),
+        "judge_prompts": judge_prompts(con),
         "results": headline(rows),
         "tables": table_rows(rows),
     }

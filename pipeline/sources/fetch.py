@@ -98,7 +98,12 @@ class FetchError(RuntimeError):
 
 
 class ChecksumMismatch(FetchError):
-    """The downloaded bytes are not the ones sources.yaml names; they were discarded."""
+    """The downloaded bytes are not the ones sources.yaml names; they were discarded. `url`,
+    `expected` and `actual` (the hashes) let a caller word its own line (models.yaml's judges)."""
+
+    def __init__(self, message: str, url: str = "", expected: str = "", actual: str = ""):
+        super().__init__(message)
+        self.url, self.expected, self.actual = url, expected, actual
 
 
 def file_name(url: str) -> str:
@@ -316,7 +321,7 @@ def _download(spec: SourceSpec, target: Path) -> None:
             raise ChecksumMismatch(
                 f"{spec.benchmark}: {spec.url} has sha256 {got}, but sources.yaml expects {spec.sha256}; "
                 "the download was discarded. If the upstream file changed on purpose, review it, then "
-                "update 'sha256' and 'version' in sources.yaml.")
+                "update 'sha256' and 'version' in sources.yaml.", url=spec.url, expected=spec.sha256, actual=got)
         os.replace(tmp, target)  # atomic: a cached file is always a verified one
     except FetchError:
         raise

@@ -321,11 +321,11 @@ MODELS = "models:\n  oracle: {engine: baseline, strategy: oracle}\n  j: {engine:
     ("judges:\n  aceval: {model: j}\n", "judges.aceval: the aceval card has no judge prompts"),
     ("judges:\n  wenmind: {model: missing}\n", "judges.wenmind.model: 'missing' is not an entry of models:"),
     ("judges:\n  wenmind: {model: oracle}\n", "judges.wenmind.model: 'oracle' is a baseline"),
-    ("judges:\n  wenmind: {model: j, prompts: theirs}\n", "judges.wenmind.prompts: expected wenheng or"),
+    ("judges:\n  wenmind: {model: j, prompts: theirs}\n", "judges.wenmind.prompts: expected wenheng, official, or"),
     ("judges:\n  wenmind: {model: j, prompts: {official: nowhere.json}}\n", "judges.wenmind.prompts.official: "),
     ("judges:\n  fuxi: {model: j, prompts: {official: x.json}}\n", "no routing for official prompts"),
     ("judges:\n  wenmind: {model: j, retries: -1}\n", "judges.wenmind.retries: expected an integer >= 0"),
-    ("judges:\n  wenmind: {model: j, temperature: 0}\n", "judges.wenmind: unknown keys ['temperature']"),
+    ("judges:\n  wenmind: {model: j, temperature: 0}\n", "judges.wenmind.temperature: unknown key (got 0)"),
     ("judges:\n  wenmind: {model: j, reliability: {temperature: 0}}\n", "reliability.temperature: repeats need"),
 ])
 def test_judge_config_errors_are_one_line_and_name_file_and_key(tmp_path, judges, message):

@@ -308,6 +308,10 @@ def test_results_json_holds_every_table_row_and_how_intervals_were_made(report, 
                                  "interval": "2.5th-97.5th percentile"}
     assert info["environment"]["python"] and info["environment"]["cpu_count"] >= 1
     assert all("scored_by" in r and "comparable" in r for v in info["tables"].values() for r in v)
+    aceval = info["protocols"]["aceval"]
+    assert re.fullmatch(r"[0-9a-f]{64}", aceval["file_sha256"]) and "zero_shot_ao" in aceval["settings"]
+    assert len(set(aceval["settings"].values())) == len(aceval["settings"])   # each setting its own hash
+    assert info["judge_prompts"] == []   # no judge in this warehouse
 
 
 def test_a_judge_free_wenmind_overall_says_what_it_covers(warehouse, report):
