@@ -47,6 +47,16 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return value
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -83,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     q_p = sub.add_parser("query", help="run SQL on the warehouse, read-only, and print the result")
     q_p.add_argument("sql", metavar="SQL", help="a SQL statement, or the path of a .sql file holding one")
+    q_p.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
+                     help="stop the query after S seconds (default 60)")
 
     lb_p = sub.add_parser("leaderboard", help="print each benchmark's headline numbers, or every table one "
                                               "benchmark's paper publishes")
@@ -125,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql), "leaderboard": lambda a: leaderboard(a.benchmark),
+COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql, a.timeout),
+            "leaderboard": lambda a: leaderboard(a.benchmark),
             "models": lambda a: list_models(a), "tasks": lambda a: list_tasks(a), "report": lambda a: report(a),
             "diff": lambda a: diff(a), "submission": lambda a: write_submission(a),
             "contamination": lambda a: contamination(a), "compare": lambda a: compare(a)}
@@ -413,7 +426,7 @@ def list_tasks(args: argparse.Namespace) -> int:
 
 # -- query, submission, leaderboard ---------------------------------------------------------------
 
-def query(sql: str) -> int:
+def query(sql: str, limit: float = 60.0) -> int:
     """Read-only, and nothing outside the warehouse: no files read or written (`copy ... to`,
     `read_csv`), no databases attached, no extensions installed or loaded, and the settings locked
     so a query cannot turn any of that back on."""
@@ -425,7 +438,6 @@ def query(sql: str) -> int:
     db_path = paths.warehouse_file()
     if not db_path.is_file():
         raise FileNotFoundError(f"no warehouse at {db_path}: run `wenheng run` first")
-    limit = _query_seconds()
     try:
         with duckdb.connect(str(db_path), read_only=True, config={
                 "enable_external_access": False, "autoinstall_known_extensions": False,
@@ -439,7 +451,7 @@ def query(sql: str) -> int:
             finally:
                 timer.cancel()
     except duckdb.InterruptException:
-        _error(f"query stopped after {limit:g} s ({QUERY_SECONDS_ENV} sets the limit)")
+        _error(f"query stopped after {limit:g} s (--timeout sets the limit)")
         return 1
     except duckdb.Error as exc:
         message = " ".join(str(exc).split())
@@ -449,20 +461,6 @@ def query(sql: str) -> int:
         raise UserError("the SQL holds no statement that returns rows (only comments or whitespace?)")
     _print_frame(frame)
     return 0
-
-
-QUERY_SECONDS_ENV = "WENHENG_QUERY_TIMEOUT_S"
-
-
-def _query_seconds() -> float:
-    value = os.environ.get(QUERY_SECONDS_ENV, "60")
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise UserError(f"{QUERY_SECONDS_ENV}={value!r}: expected a number of seconds") from None
-    if not seconds > 0:
-        raise UserError(f"{QUERY_SECONDS_ENV}={value!r}: expected a number of seconds above 0")
-    return seconds
 
 
 def _sql_text(sql: str) -> str:

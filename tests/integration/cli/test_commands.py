@@ -50,6 +50,7 @@ MISTAKES = [
     (["run", "--sources", "missing.yaml"], 2, "wenheng: "),
     (["frobnicate"], 2, "wenheng: argument COMMAND: invalid choice: 'frobnicate'"),
     (["query", "SELECT 1"], 2, "wenheng: no warehouse at "),
+    (["query", "--timeout", "0", "SELECT 1"], 2, "wenheng query: argument --timeout: expected a number of seconds"),
     (["leaderboard"], 2, "wenheng: no warehouse at "),
     (["leaderboard", "nosuch"], 2, "wenheng: unknown benchmark 'nosuch'"),
     (["tasks", "nosuch"], 2, "wenheng: unknown benchmark 'nosuch'"),
@@ -114,7 +115,7 @@ def test_a_limited_run_of_one_benchmark_then_tasks_models_query_and_report(env, 
         assert done.returncode == 2 and done.stderr.startswith(start), (sql, done.stderr)
         assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
     started = time.monotonic()
-    slow = wenheng({**env, "WENHENG_QUERY_TIMEOUT_S": "1"}, "query", "SELECT count(*) FROM range(100000000000)")
+    slow = wenheng(env, "query", "--timeout", "1", "SELECT count(*) FROM range(100000000000)")
     assert slow.returncode == 1 and slow.stderr.startswith("wenheng: query stopped after 1 s"), slow.stderr
     assert time.monotonic() - started < 30
     # a reader that stops early (| head -1): no "Broken pipe", exit 0
