@@ -95,6 +95,10 @@ def scores_markdown(frame: pd.DataFrame, titles: dict[str, str],
         title = f"{titles.get(benchmark, benchmark)} - {table['title'].iloc[0]}"
         for (split, setting, variant), part in table.groupby(["split", "setting", "variant"], sort=False,
                                                              dropna=False):
+            if report.unscored(part):   # withheld answers, or nothing scored yet: one line, not empty cells
+                line = report.no_scores(benchmark, title, split, setting, variant)
+                out += ["", f"_{_md(report.no_scores_text(line))}_"]
+                continue
             out += ["", f"**{_md(title)}** (split {split}, setting {setting}, variant {variant})", ""]
             out += _markdown_table(part)
         if chart is not None:
@@ -123,10 +127,12 @@ def _md(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def chart_markdown(frame: pd.DataFrame, title: str, cache_dir: Path | None = None) -> str:
+def chart_markdown(frame: pd.DataFrame, title: str, cache_dir: Path | None = None,
+                   colours: dict[str, str] | None = None) -> str:
     """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources.
-    With `cache_dir`, a chart drawn before for the same rows is read from there, not drawn."""
-    png = charts.cached_chart(frame, title, "png", cache_dir)
+    With `cache_dir`, a chart drawn before for the same rows is read from there, not drawn;
+    `colours`: model -> colour, the same in every chart."""
+    png = charts.cached_chart(frame, title, "png", cache_dir, colours)
     return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
@@ -143,7 +149,9 @@ def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path,
     schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=COLUMN_NOTES.get(name))
                                      for name, kind, *_ in con.execute(f'DESCRIBE "{relation}"').fetchall()])
     titles = {name: c.title for name, c in cards().items()}
-    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path))
+    # one colour per model across every asset's charts: from every model in the warehouse
+    colours = charts.model_colours(m for (m,) in con.execute("SELECT DISTINCT model FROM paper_tables").fetchall())
+    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path), colours=colours)
     return dg.MaterializeResult(metadata={
         "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),

@@ -1,8 +1,12 @@
 """Charts of paper tables: one grouped bar chart per table, for the HTML reports and the Dagster UI.
 
-`paper_table_chart(frame, title, fmt)` takes rows of `paper_tables` (one table: its rows x models)
-and returns PNG or SVG bytes: one bar per model and row, the score (0-100, as `paper_tables` stores
-it) with its 95% bootstrap interval as an error bar, and each row's n and coverage in its label.
+`paper_table_chart(frame, title, fmt, colours)` takes rows of `paper_tables` (one table: its rows x
+models) and returns PNG or SVG bytes: one bar per model and row, the score (0-100, as `paper_tables`
+stores it) with its 95% bootstrap interval as an error bar, and each row's n and coverage in its
+label. A series (model x split x setting x variant) with no score in any row (withheld answers) is
+not drawn; the chart names it under its title. `colours` (`model_colours` of every model of a
+report) gives a model the same colour in every chart; a model's second and further series in one
+chart (other settings) are hatched in its colour.
 
 Matplotlib's object API on the Agg canvas (no pyplot, so no global figure state and no display
 needed). Output is byte-for-byte deterministic: fixed SVG ids, no dates in the metadata. SVG text
@@ -16,7 +20,7 @@ Drawing costs a quarter of a second a chart (and matplotlib's import half a seco
 publish usually leaves most tables as they were: `cached_chart` keeps each chart in a
 content-addressed folder, `<sha256 of what is drawn>.<fmt>`, and draws only a table whose chart is
 not there. What is drawn: the columns of the rows the chart reads, in their order, the title and
-the format; and how: this module's source, the matplotlib and Pillow versions and matplotlib's
+the format and the models' colours; and how: this module's source, the matplotlib and Pillow versions and matplotlib's
 font list (which fonts draw the labels). matplotlib is imported only when a chart is drawn.
 """
 
@@ -31,6 +35,7 @@ import re
 import time
 import unicodedata
 import uuid
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -44,9 +49,19 @@ CJK_FAMILIES = ("Noto Sans CJK SC", "Noto Sans CJK TC", "Noto Sans CJK JP", "Sou
                 "AR PL UKai CN", "Droid Sans Fallback", "Noto Sans SC", "Noto Serif CJK SC")
 BASE_FAMILY = "DejaVu Sans"
 SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
-# Colour-blind-safe (Okabe-Ito) and stable: a model keeps its colour for its position in the list.
+# Colour-blind-safe (Okabe-Ito). With `model_colours`, a model keeps its colour across a report's
+# charts; without, a series gets the colour of its position in its chart.
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+# A model's further series in one chart (another split, setting or variant): hatched in its colour.
+HATCHES = ("////", "....", "xxxx", "\\\\\\\\", "++++", "oo")
 MAX_LABEL = 42
+MAX_NOTE = 110
+
+
+def model_colours(models: Iterable[str]) -> dict[str, str]:
+    """One colour per model for every chart of a report: the models sorted, each given the Okabe-Ito
+    colour of its place (repeating after eight)."""
+    return {model: COLOURS[k % len(COLOURS)] for k, model in enumerate(sorted({str(m) for m in models}))}
 
 
 @lru_cache(maxsize=1)
@@ -92,8 +107,8 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_LABEL else text[:MAX_LABEL - 1] + "…"
+def _clip(text: str, limit: int = MAX_LABEL) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _series_names(frame: pd.DataFrame) -> pd.Series:
@@ -134,19 +149,21 @@ DRAWN_COLUMNS = ("model", "split", "setting", "variant", "capped", "row_label", 
 CACHE_DAYS = 30
 
 
-def cached_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"], cache_dir: Path | None) -> bytes:
-    """`paper_table_chart(frame, title, fmt)`, from `cache_dir` when the same chart was drawn before
-    (None: always drawn). A cache that cannot be written is skipped, not an error."""
+def cached_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"], cache_dir: Path | None,
+                 colours: Mapping[str, str] | None = None) -> bytes:
+    """`paper_table_chart(frame, title, fmt, colours)`, from `cache_dir` when the same chart was
+    drawn before (None: always drawn). A cache that cannot be written is skipped, not an error."""
+    draw = (frame, title, fmt) if colours is None else (frame, title, fmt, colours)
     if cache_dir is None:
-        return paper_table_chart(frame, title, fmt)
-    path = Path(cache_dir) / f"{chart_key(frame, title, fmt)}.{fmt}"
+        return paper_table_chart(*draw)
+    path = Path(cache_dir) / f"{chart_key(frame, title, fmt, colours)}.{fmt}"
     try:
         data = path.read_bytes()
         os.utime(path)   # used: kept by _prune
         return data
     except OSError:
         pass
-    data = paper_table_chart(frame, title, fmt)
+    data = paper_table_chart(*draw)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
@@ -158,14 +175,16 @@ def cached_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"], ca
     return data
 
 
-def chart_key(frame: pd.DataFrame, title: str, fmt: str) -> str:
-    """sha256 of what the chart shows (the title, the format and the rows' drawn columns: a set,
-    as the chart orders rows and bars itself, and a query's order of equal keys may vary) and of
-    how it is drawn (this module, the libraries, the fonts)."""
+def chart_key(frame: pd.DataFrame, title: str, fmt: str, colours: Mapping[str, str] | None = None) -> str:
+    """sha256 of what the chart shows (the title, the format, the colours of its models and the
+    rows' drawn columns: a set, as the chart orders rows and bars itself, and a query's order of
+    equal keys may vary) and of how it is drawn (this module, the libraries, the fonts)."""
     columns = [column for column in DRAWN_COLUMNS if column in frame]
     rows = sorted(json.dumps(row, ensure_ascii=False, default=_json_value)
                   for row in zip(*(frame[column].tolist() for column in columns)))
-    text = json.dumps([_drawing(), _font_list(), fmt, title, columns, rows], ensure_ascii=False)
+    drawn_colours = None if colours is None else sorted(
+        (model, colours.get(model)) for model in {str(m) for m in frame["model"]})
+    text = json.dumps([_drawing(), _font_list(), fmt, title, columns, rows, drawn_colours], ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -217,22 +236,32 @@ def _prune(cache_dir: Path) -> None:
 
 # ---- drawing ------------------------------------------------------------------------------------
 
-def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"] = "svg") -> bytes:
+def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"] = "svg",
+                      colours: Mapping[str, str] | None = None) -> bytes:
     """A grouped horizontal bar chart of one paper table: a group per row (task), a bar per model.
 
     `frame` has `paper_tables` columns: model, row_label, score (0-100), ci_low, ci_high, n_items,
-    coverage, and optionally metric, row_order, capped, split/setting/variant. Rows without a
-    score (nothing scored, e.g. withheld answers) show "no score" instead of a bar."""
+    coverage, and optionally metric, row_order, capped, split/setting/variant. A series (model x
+    split x setting x variant) with no score in any row (e.g. withheld answers) is not drawn, only
+    named below the axis; a drawn series' row without a score shows "no score" instead of a bar
+    (and when no series has a score, every series is drawn so). `colours`: model -> colour, the
+    same for every chart of a report (`model_colours`); None: a series gets the colour of its place."""
     if fmt not in ("png", "svg"):
         raise ValueError(f"chart format must be 'png' or 'svg', not {fmt!r}")
     if frame.empty:
         raise ValueError("paper_table_chart: the frame has no rows")
     if "score" not in frame and "value" in frame:
         frame = frame.rename(columns={"value": "score"})
-    frame = frame.assign(_series=_series_names(frame), _row=_row_names(frame))
+    frame = frame.assign(_series=_series_names(frame), _row=_row_names(frame), _model=frame["model"].astype(str))
+    scored = frame["score"].map(lambda x: not _missing(x))
+    with_scores = set(frame.loc[scored, "_series"])
+    left_out = sorted(set(frame["_series"]) - with_scores) if with_scores else []
+    if left_out:   # series with no score anywhere (withheld answers): named, not drawn
+        frame = frame[frame["_series"].isin(with_scores)]
     sort_keys = [c for c in ("row_order", "metric") if c in frame]
     rows = list(dict.fromkeys(frame.sort_values(sort_keys, kind="stable")["_row"] if sort_keys else frame["_row"]))
     series = sorted(frame["_series"].unique())
+    model_of = dict(zip(frame["_series"], frame["_model"]))
     families, _ = fonts()
     from matplotlib import rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -271,16 +300,20 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
                 high = score if _missing(r.get("ci_high")) else float(r["ci_high"])
                 lo.append(max(0.0, score - low))
                 hi.append(max(0.0, high - score))
-            colour = COLOURS[k % len(COLOURS)]
-            handles.append(Patch(color=colour, label=safe_label(name)))
+            colour, hatch = _style(name, k, series, model_of, colours)
+            handles.append(Patch(facecolor="white" if hatch else colour, edgecolor=colour, hatch=hatch,
+                                 linewidth=0.8 if hatch else 0, label=safe_label(name)))
             if ys:
-                _bars(ax, ys, xs, lo, hi, bar * 0.92, colour)
+                _bars(ax, ys, xs, lo, hi, bar * 0.92, colour, hatch)
             for pos in empty:
                 ax.text(1, pos, "no score", va="center", fontsize=6, color="#666666")
         ax.set_yticks(range(len(rows)), labels)
         ax.set_ylim(len(rows) - 0.5, -0.5)   # first row on top, no empty margin
         ax.set_xlim(0, 105)
-        ax.set_xlabel("score x100 (bars: 95% bootstrap interval)")
+        xlabel = "score x100 (bars: 95% bootstrap interval)"
+        if left_out:
+            xlabel += "\n" + _clip(safe_label("no score, not drawn: " + ", ".join(left_out)), MAX_NOTE)
+        ax.set_xlabel(xlabel)
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
         ax.set_title(safe_label(title), fontsize=9, loc="left")
@@ -294,10 +327,23 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
     return _compact_png(buffer.getvalue())
 
 
+def _style(name: str, k: int, series: list[str], model_of: Mapping[str, str],
+           colours: Mapping[str, str] | None) -> tuple[str, str | None]:
+    """A series' (colour, hatch). Without `colours`: the colour of its place in the chart, solid.
+    With: its model's colour; the model's first series solid, its further ones hatched."""
+    if colours is None:
+        return COLOURS[k % len(COLOURS)], None
+    model = model_of[name]
+    colour = colours.get(model) or COLOURS[k % len(COLOURS)]
+    nth = [s for s in series if model_of[s] == model].index(name)
+    return colour, (HATCHES[(nth - 1) % len(HATCHES)] if nth else None)
+
+
 def _bars(ax, ys: list[float], xs: list[float], lo: list[float], hi: list[float], thickness: float,
-          colour: str) -> None:
+          colour: str, hatch: str | None = None) -> None:
     """One series' bars as one compound path and its error bars (with caps) as another: two SVG
-    elements per model however many rows, where barh + errorbar write four per bar."""
+    elements per model however many rows, where barh + errorbar write four per bar. Hatched bars
+    are outlined and hatched in `colour` on white."""
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path as MplPath
 
@@ -308,7 +354,11 @@ def _bars(ax, ys: list[float], xs: list[float], lo: list[float], hi: list[float]
         a, b = x - low, x + high
         whiskers += [(a, y), (b, y), (a, y - cap), (a, y + cap), (b, y - cap), (b, y + cap)]
     box_codes = [MplPath.MOVETO, MplPath.LINETO, MplPath.LINETO, MplPath.LINETO, MplPath.CLOSEPOLY] * len(ys)
-    ax.add_patch(PathPatch(MplPath(boxes, box_codes), facecolor=colour, edgecolor="none", linewidth=0))
+    if hatch:
+        ax.add_patch(PathPatch(MplPath(boxes, box_codes), facecolor="white", edgecolor=colour, hatch=hatch,
+                               linewidth=0.8))
+    else:
+        ax.add_patch(PathPatch(MplPath(boxes, box_codes), facecolor=colour, edgecolor="none", linewidth=0))
     ax.add_patch(PathPatch(MplPath(whiskers, [MplPath.MOVETO, MplPath.LINETO] * 3 * len(ys)), fill=False,
                            edgecolor="#333333", linewidth=0.8))
 

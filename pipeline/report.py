@@ -1,5 +1,8 @@
 """Paper tables as text: one block per table and run setting, one column per model, every cell
-with its score, 95% interval and how many items it covers (scored / asked)."""
+with its score, 95% interval and how many items it covers (scored / asked). A run setting (split x
+setting x variant) in which no model has a scored item is one line instead, saying why: the
+benchmark withholds that split's answers (its card writes a submission file), or nothing was
+scored."""
 
 from __future__ import annotations
 
@@ -32,15 +35,54 @@ def _missing(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x))
 
 
+def unscored(part: pd.DataFrame) -> bool:
+    """Whether no row of any model in `part` (paper-table rows) has a scored item."""
+    return not any(not _missing(n) and n > 0 for n in part["n_scored"])
+
+
+def withheld(benchmark: str, split: str) -> bool:
+    """Whether `benchmark` withholds the answers of `split`: its card writes the official
+    submission file for such splits (`submission`, `wenheng submission <name>`), and the split is
+    not one its few-shot examples (which need their answers) come from."""
+    from pipeline.benchmarks import cards
+
+    card = cards().get(benchmark)
+    return card is not None and card.submission is not None and split not in card.exemplar_splits
+
+
+def no_scores(benchmark: str, title: str, split: str, setting: str, variant: str) -> dict[str, str | None]:
+    """The one line that stands for a run setting with no scored item: `head` (which run), `why`
+    and `command` (the submission command where the answers are withheld, else None)."""
+    head = f"{title} {split} split · {setting} · {variant}"
+    if withheld(benchmark, split):
+        return {"head": head, "why": "answers withheld, no scores", "command": f"wenheng submission {benchmark}"}
+    return {"head": head, "why": "no scored items", "command": None}
+
+
+def no_scores_text(line: dict[str, str | None]) -> str:
+    """`no_scores` as text (Markdown too: the command in backticks)."""
+    return f"{line['head']}: {line['why']}" + (f" (`{line['command']}`)" if line["command"] else "")
+
+
 def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
     """`frame`: rows of `paper_tables` (one benchmark or several). `titles`: benchmark -> display name."""
     if frame.empty:
         return "no scored items yet: run `wenheng run` first"
     out = [KEY]
     frame = frame.assign(cell=frame.apply(cell, axis=1))
+    run_keys = ["benchmark", "split", "setting", "variant"]
+    empty = {keys for keys, part in frame.groupby(run_keys, sort=False, dropna=False) if unscored(part)}
+    said = set()
     group_keys = ["benchmark", "table_name", "split", "setting", "variant"]
     for keys, part in frame.groupby(group_keys, sort=False, dropna=False):
         info = dict(zip(group_keys, keys))
+        run = tuple(info[k] for k in run_keys)
+        if run in empty:   # one line for the run setting, however many tables it has
+            if run not in said:
+                said.add(run)
+                title = titles.get(info["benchmark"], info["benchmark"])
+                out += ["", no_scores_text(no_scores(info["benchmark"], title, *run[1:]))]
+            continue
         header = (f"{titles.get(info['benchmark'], info['benchmark'])} - {part['title'].iloc[0]}   "
                   f"(split {info['split']}, setting {info['setting']}, variant {info['variant']})")
         # name the metric where it is not the table's plain mean (corpus BLEU beside chrF, micro-F1)

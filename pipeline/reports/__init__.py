@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.benchmarks import cards
+from pipeline.charts import model_colours
 from pipeline.reports import comparison, data, render
 from pipeline.reports import contamination as contamination_page
 from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
@@ -87,10 +88,11 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     else:
         (out_dir / "contamination.html").unlink(missing_ok=True)   # from an earlier report into this folder
     index_entries = []
+    colours = model_colours(rows["model"])   # one colour per model in every chart of the report
     for name in present:
         bench = all_cards.get(name) or _Unknown(name)
         part = rows[rows["benchmark"] == name]
-        tables = render.benchmark_tables(bench, part)
+        tables = render.benchmark_tables(bench, part, colours=colours)
         render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
         data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
         render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(

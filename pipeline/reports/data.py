@@ -1,5 +1,5 @@
 """What the reports read from the warehouse: paper-table rows and samples (one per item x model x
-setting x variant, with prompt, response, gold and both scorers' verdicts)."""
+setting x variant, with prompt, response, gold, both scorers' scores and the judge's verdict text)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items",
 MAX_SAMPLES = 20_000
 MAX_TEXT = 6_000   # characters of one prompt, response or gold kept in the sample browser
 MAX_BYTES = 30_000_000   # the sample browser's embedded text, so that a page still opens quickly
+MAX_VERDICT = 4_000   # characters of the judge's verdict text kept in the sample browser
 
 
 def paper_rows(con: duckdb.DuckDBPyConnection, benchmark: str | None = None) -> pd.DataFrame:
@@ -47,6 +48,10 @@ def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:
 SAMPLES_SQL = """
 WITH rule AS (SELECT * FROM scores WHERE coalesce(kind, 'rule') = 'rule'),
      judge AS (SELECT * FROM scores WHERE kind = 'judge'),
+     verdicts AS (   -- the latest verdict of a response and judge: never a sample twice
+       SELECT item_id, variant, setting, model, judge_model,
+              arg_max(verdict, coalesce(created_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')) AS verdict
+       FROM judgements GROUP BY ALL),
      picked AS (
        SELECT r.*, row_number() OVER (PARTITION BY r.benchmark, r.model, r.setting, r.variant
                                       ORDER BY i.task, r.item_id) AS rank_in_run
@@ -58,7 +63,7 @@ SELECT p.item_id, p.benchmark, i.split, i.task, p.model, p.setting, p.variant,
        i.answer, i."references", i.choices,
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason,
-       ju.judge_model, p.rank_in_run
+       ju.judge_model, jv.verdict AS judge_verdict, p.rank_in_run
 FROM picked p
 JOIN items i USING (item_id)
 LEFT JOIN prompts pr ON pr.item_id = p.item_id AND pr.variant = p.variant AND pr.setting = p.setting
@@ -66,6 +71,8 @@ LEFT JOIN rule ru ON ru.item_id = p.item_id AND ru.variant = p.variant AND ru.se
                  AND ru.model = p.model
 LEFT JOIN judge ju ON ju.item_id = p.item_id AND ju.variant = p.variant AND ju.setting = p.setting
                   AND ju.model = p.model
+LEFT JOIN verdicts jv ON jv.item_id = p.item_id AND jv.variant = p.variant AND jv.setting = p.setting
+                     AND jv.model = p.model AND jv.judge_model = ju.judge_model
 """
 
 
@@ -86,7 +93,7 @@ LEFT JOIN scores ru ON ru.item_id = r.item_id AND ru.variant = r.variant AND ru.
 LEFT JOIN scores ju ON ju.item_id = r.item_id AND ju.variant = r.variant AND ju.setting = r.setting
                    AND ju.model = r.model AND ju.kind = 'judge'
 LEFT JOIN judgements jv ON jv.item_id = r.item_id AND jv.variant = r.variant AND jv.setting = r.setting
-                       AND jv.model = r.model
+                       AND jv.model = r.model AND jv.judge_model = ju.judge_model
 WHERE r.benchmark = $benchmark AND ($models IS NULL OR list_contains($models, r.model))
 ORDER BY i.task, r.item_id, r.model, r.setting, r.variant
 """
@@ -200,7 +207,9 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
         prompt = _clip(_prompt_text(r.messages)) or ""
         gold = _clip(_gold(r.answer, r.references, r.choices)) or ""
         response = _clip(r.response)
-        size += 300 + 3 * (len(response or "") + (len(prompt) if prompt not in prompt_index else 0)
+        verdict = _clip(r.judge_verdict, MAX_VERDICT)
+        size += 300 + 3 * (len(response or "") + len(verdict or "")
+                           + (len(prompt) if prompt not in prompt_index else 0)
                            + (len(gold) if gold not in gold_index else 0))   # UTF-8: up to 3 bytes a character
         if out and size > max_bytes:
             break
@@ -215,7 +224,7 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
                 "scorer": r.rule_scorer},
             "judge": None if r.judge_model is None and r.judge_score is None else {
                 "score": r.judge_score, "extracted": _clip(r.judge_extracted, 1000),
-                "reason": _clip(r.judge_reason, 2000), "model": r.judge_model},
+                "reason": _clip(r.judge_reason, 2000), "verdict": verdict, "model": r.judge_model},
             "status": status(r.rule_score, r.judge_score),
         })
     out.sort(key=lambda x: (x["benchmark"], x["task"] or "", x["id"], x["model"], x["setting"], x["variant"]))

@@ -13,8 +13,9 @@ import jinja2
 import pandas as pd
 from markupsafe import Markup
 
+from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
-from pipeline.report import KEY, SHOWN_METRICS, marks
+from pipeline.report import KEY, SHOWN_METRICS, marks, no_scores, unscored
 
 TEMPLATES = Path(__file__).parent / "templates"
 GROUP_KEYS = ["split", "setting", "variant"]
@@ -52,9 +53,17 @@ def cell(r: Any) -> dict[str, Any]:
 
 
 def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
-    """A table's rows per run setting (split x setting x variant): rows x models, with notes."""
+    """A table's rows per run setting (split x setting x variant): rows x models, with notes. A run
+    setting in which no model has a scored item has `empty` (`pipeline.report.no_scores`: one line
+    saying why, e.g. withheld answers) and no rows; the others have `empty` None."""
     out = []
     for keys, g in part.groupby(GROUP_KEYS, sort=False, dropna=False):
+        if unscored(g):
+            name = str(g["benchmark"].iloc[0]) if "benchmark" in g else ""
+            title = getattr(cards().get(name), "title", name)
+            out.append({**dict(zip(GROUP_KEYS, keys)), "title": g["title"].iloc[0], "models": [], "rows": [],
+                        "notes": [], "empty": no_scores(name, title, *keys)})
+            continue
         models = sorted(g["model"].unique())
         labels = list(dict.fromkeys(_row_label(r.row_label, r.metric) for r in g.itertuples(index=False)))
         cells = {(_row_label(r.row_label, r.metric), r.model): cell(r) for r in g.itertuples(index=False)}
@@ -62,7 +71,7 @@ def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
                  if r.note]
         out.append({**dict(zip(GROUP_KEYS, keys)), "title": g["title"].iloc[0], "models": models,
                     "rows": [{"label": label, "cells": [cells.get((label, m)) for m in models]} for label in labels],
-                    "notes": list(dict.fromkeys(notes))})
+                    "notes": list(dict.fromkeys(notes)), "empty": None})
     return out
 
 
@@ -87,6 +96,11 @@ def markdown(bench: Any, tables: list[dict[str, Any]]) -> str:
     for table in tables:
         out += [f"## {esc(table['title'])} (`{bench.name}_{table['name']}`)", ""]
         for g in table["groups"]:
+            if g["empty"]:   # one line; the command stays code (a card's name: nothing to escape)
+                line = g["empty"]
+                out += [f"{esc(line['head'])}: {esc(line['why'])}"
+                        + (f" (`{line['command']}`)" if line["command"] else ""), ""]
+                continue
             out += [f"split {g['split']} · setting {g['setting']} · variant {g['variant']}", ""]
             out.append("| row | " + " | ".join(esc(m) for m in g["models"]) + " |")
             out.append("| --- |" + " ---: |" * len(g["models"]))
@@ -103,13 +117,18 @@ def markdown(bench: Any, tables: list[dict[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def benchmark_tables(bench: Any, rows: pd.DataFrame, charts: bool = True) -> list[dict[str, Any]]:
+def benchmark_tables(bench: Any, rows: pd.DataFrame, charts: bool = True,
+                     colours: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """A benchmark's paper tables: title, chart (SVG; none for a table without a single score) and
+    `groups`. `colours`: model -> colour for every chart of the report (`charts.model_colours` of
+    all its models), so a model has one colour on every page."""
     out = []
     for name, part in rows.groupby("table_name", sort=False):
         title = part["title"].iloc[0]
         chart = None
-        if charts:
-            chart = inline_svg(paper_table_chart(part, f"{bench.title} - {title}", "svg"), f"{bench.name}-{name}")
+        if charts and any(not _missing(x) for x in part["score"]):
+            chart = inline_svg(paper_table_chart(part, f"{bench.title} - {title}", "svg", colours),
+                               f"{bench.name}-{name}")
         out.append({"name": name, "title": title, "chart": chart, "groups": groups(part)})
     return out
 

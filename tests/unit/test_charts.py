@@ -149,3 +149,62 @@ def test_charts_not_used_for_a_month_are_pruned_and_an_unwritable_cache_is_skipp
     blocked = tmp_path / "file"
     blocked.write_bytes(b"")   # a file where the folder should be: nothing cached, the chart still drawn
     assert charts.cached_chart(frame, "t", "png", blocked / "charts").startswith(b"\x89PNG")
+
+
+# ---- one colour per model, series with no score ------------------------------------------------------
+
+def palette_fills(svg: bytes) -> set[str]:
+    """The palette colours the SVG fills something with (bars and legend patches)."""
+    fills = set(re.findall(r"fill: ?(#[0-9a-f]{6})", svg.decode().lower()))
+    return fills & {c.lower() for c in charts.COLOURS}
+
+
+def test_a_model_keeps_its_colour_in_every_chart():
+    colours = charts.model_colours(["random", "oracle", "big-model", "oracle"])
+    assert colours == {"big-model": charts.COLOURS[0], "oracle": charts.COLOURS[1], "random": charts.COLOURS[2]}
+    everyone = charts.paper_table_chart(table(["a", "b"], ["big-model", "oracle", "random"]), "t", "svg", colours)
+    alone = charts.paper_table_chart(table(["a", "b"], ["random"]), "t", "svg", colours)
+    pair = charts.paper_table_chart(table(["a", "b"], ["oracle", "random"]), "t", "svg", colours)
+    assert palette_fills(everyone) == {c.lower() for c in charts.COLOURS[:3]}
+    assert palette_fills(alone) == {charts.COLOURS[2].lower()}   # random: its colour, not the first one
+    assert palette_fills(pair) == {charts.COLOURS[1].lower(), charts.COLOURS[2].lower()}
+    # without a mapping, as before: a series gets the colour of its place in its chart
+    assert palette_fills(charts.paper_table_chart(table(["a"], ["random"]), "t", "svg")) == {
+        charts.COLOURS[0].lower()}
+
+
+def test_a_models_further_series_are_hatched_in_its_colour():
+    frame = pd.concat([table(["a"], ["m"]), table(["a"], ["m"]).assign(setting="five_shot")])
+    svg = charts.paper_table_chart(frame, "t", "svg", {"m": charts.COLOURS[3]})
+    colour = charts.COLOURS[3].lower()
+    assert palette_fills(svg) == {colour}
+    assert "<pattern" in svg.decode() and re.search(rf"stroke: ?{colour}", svg.decode().lower())
+
+
+def test_the_cache_key_holds_the_colours(tmp_path):
+    frame = table(["reading"], ["oracle", "random"])
+    first, second = charts.model_colours(["oracle", "random"]), charts.model_colours(["a", "oracle", "random"])
+    keys = {charts.chart_key(frame, "t", "svg"), charts.chart_key(frame, "t", "svg", first),
+            charts.chart_key(frame, "t", "svg", second)}
+    assert len(keys) == 3
+    # a colour of a model the chart does not draw is not part of its key
+    assert charts.chart_key(frame, "t", "svg", first) == charts.chart_key(frame, "t", "svg", first | {"z": "#000000"})
+    drawn = charts.cached_chart(frame, "t", "svg", tmp_path, second)
+    assert drawn == charts.paper_table_chart(frame, "t", "svg", second)
+    assert drawn != charts.cached_chart(frame, "t", "svg", tmp_path, first)
+    assert len(list(tmp_path.iterdir())) == 2
+
+
+def test_series_without_a_single_score_are_not_drawn():
+    """AC-EVAL's test split (answers withheld) beside its scored dev split: no empty series."""
+    scored = table(["history", "poetry"], ["oracle", "random"]).assign(split="dev")
+    withheld = table(["history", "poetry"], ["oracle", "random"], score=lambda r, m: None).astype(
+        {"score": float, "ci_low": float, "ci_high": float})
+    texts = svg_texts(charts.paper_table_chart(pd.concat([scored, withheld]), "t", "svg"))
+    assert {"oracle · dev", "random · dev"} <= set(texts)
+    assert not {"oracle · test", "random · test"} & set(texts)
+    assert "no score" not in texts
+    assert "no score, not drawn: oracle · test, random · test" in texts
+    assert "n=7, cov 100%" in texts   # the rows' n and coverage are those of the drawn series
+    # a drawn series' unscored row still says so; nothing scored at all: every series says so
+    assert svg_texts(charts.paper_table_chart(withheld, "t", "svg")).count("no score") == 4

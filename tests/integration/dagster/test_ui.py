@@ -110,3 +110,19 @@ def test_chart_markdown_is_an_inline_png():
     found = re.fullmatch(r"!\[AC-EVAL - Average\]\(data:image/png;base64,([A-Za-z0-9+/=]+)\)",
                          chart_markdown(frame, "AC-EVAL - Average"))
     assert found and base64.b64decode(found.group(1)).startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_withheld_answers_are_one_line_in_the_ui_markdown():
+    import pandas as pd
+
+    from assets.warehouse import scores_markdown
+
+    rows = pd.DataFrame([{"benchmark": "aceval", "table_name": "average", "title": "Average", "split": split,
+                          "setting": "zero_shot_ao", "variant": "original", "model": model, "row_label": "average",
+                          "metric": "accuracy", "score": score, "ci_low": None, "ci_high": None, "n_items": n,
+                          "n_scored": scored, "coverage": scored / n, "capped": False, "comparable": True, "note": None}
+                         for split, score, n, scored in [("dev", 50.0, 4, 4), ("test", None, 3, 0)]
+                         for model in ("oracle", "random")])
+    text = scores_markdown(rows, {"aceval": "AC-EVAL"})
+    assert "AC-EVAL - Average test split · zero_shot_ao · original: answers withheld, no scores" in text
+    assert "wenheng submission aceval" in text and "0/3" not in text and "4/4" in text

@@ -31,6 +31,8 @@ models:
 
 NASTY = "</script><script>alert('x')</script><img src=x onerror=alert(1)> & \"q\" 文衡"
 NASTY_ITEM = "cpdue/test/CK/ck-001"
+# the LLM judge's verdict on one of the oracle's rule-unscored answers (a WenMind open question)
+VERDICT = "【评分理由】译文要点三得其二，漏了反问语气。\n【得分】2/3"
 
 
 def _unavailable(reason: str) -> None:
@@ -80,6 +82,16 @@ def report(can_browse, tmp_path_factory) -> Path:
     # one answer that would run script if any page put data into HTML unescaped
     with duckdb.connect(str(base / "warehouse.duckdb")) as con:
         con.execute("UPDATE responses SET text = ? WHERE item_id = ? AND model = 'oracle'", [NASTY, NASTY_ITEM])
+        judged = """SELECT item_id, benchmark, variant, setting, model FROM scores WHERE benchmark = 'wenmind'
+            AND model = 'oracle' AND kind = 'rule' AND score IS NULL ORDER BY item_id LIMIT 1"""
+        con.execute(f"""INSERT INTO scores (item_id, benchmark, variant, setting, model, kind, scorer, score, reason,
+                extracted, judge_model, details)
+            SELECT *, 'judge', 'judge:scoring_points@wenheng-1', 2 / 3, 'two of three points', '2/3', 'a-judge', '{{}}'
+            FROM ({judged})""")
+        con.execute(f"""INSERT INTO judgements (item_id, benchmark, variant, setting, model, judge_model, prompt_set,
+                prompt_version, score_type, prompt_id, attempts, verdict, score, extracted, reason)
+            SELECT *, 'a-judge', 'wenheng', '1', 'scoring_points', 'T1', 1, ?, 2 / 3, '2/3', 'two of three points'
+            FROM ({judged})""", [VERDICT])
     write_reports(base / "warehouse.duckdb", base / "report")
     return base / "report"
 
@@ -193,3 +205,72 @@ def test_sample_text_is_shown_as_text(page, report, tmp_path):
     rows.first.click()
     assert page.locator("#d-response").inner_text() == NASTY
     assert page.locator("img").count() == 0
+
+
+def _natural(text: str) -> list:
+    """Sort key of the page's numeric-aware, case-blind order: item/2 before item/10."""
+    return [(0, int(t), "") if t.isdigit() else (1, 0, t.lower()) for t in re.split(r"(\d+)", text) if t]
+
+
+def _counted(score_cell: str) -> float | None:
+    """The score that counts from a list row's score cell ("rule 0 · judge 0.67"): the judge's, else the rule's."""
+    found = dict(re.findall(r"(rule|judge) (\S+)", score_cell.splitlines()[0]))
+    value = found.get("judge", found.get("rule", "–"))
+    return None if value == "–" else float(value)
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_sample_browser_fits_sorts_and_shows_the_judges_verdict(report, browser, tmp_path, width):
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto((report / "samples.html").as_uri())
+    rows = page.locator("#list tbody tr")
+    rows.nth(3).click()
+    # everything fits: no sideways scrolling of the page or the list, the score column inside the list
+    fit = page.evaluate("""() => {
+        const box = (el) => document.querySelector(el).getBoundingClientRect();
+        const list = document.querySelector(".listbox");
+        return {page: document.documentElement.scrollWidth, listScroll: list.scrollWidth, listWidth: list.clientWidth,
+                score: box("#list thead th:last-child").right, listRight: box(".listbox").right,
+                scores: box("#d-scores").right, detail: box("#detail").right};
+    }""")
+    assert fit["page"] <= width and fit["listScroll"] <= fit["listWidth"], fit
+    assert fit["score"] <= fit["listRight"] <= width and fit["scores"] <= width and fit["detail"] <= width, fit
+    assert page.locator("#list tbody tr td.score").first.is_visible()
+    # sort by a column's header: score up (unscored last), score down, model, task, item id
+    scores = page.locator("#list tbody td.score")
+    page.locator("#list thead th[data-sort=score] button").click()
+    expect(page.locator("#list thead th[data-sort=score]")).to_have_attribute("aria-sort", "ascending")
+    counted = [_counted(t) for t in scores.all_inner_texts()]
+    numbers = [c for c in counted if c is not None]
+    assert numbers == sorted(numbers) and counted == numbers + [None] * (len(counted) - len(numbers))
+    assert "sort=score" in page.url
+    page.locator("#list thead th[data-sort=score] button").click()
+    expect(page.locator("#list thead th[data-sort=score]")).to_have_attribute("aria-sort", "descending")
+    numbers = [c for c in map(_counted, scores.all_inner_texts()) if c is not None]
+    assert numbers == sorted(numbers, reverse=True) and numbers[0] == 1
+    assert "sort=-score" in page.url
+    for column, nth in (("model", 2), ("task", 1), ("id", 0)):
+        page.locator(f"#list thead th[data-sort={column}] button").click()
+        shown = [row.split("\n")[0] for row in page.locator(f"#list tbody td:nth-child({nth + 1})").all_inner_texts()]
+        assert shown == sorted(shown, key=_natural), (column, shown[:5])
+        assert page.locator("#list thead th[aria-sort]").get_attribute("data-sort") == column
+    shot(page, tmp_path, f"samples_sorted_{width}")
+    # the judged sample: its score to 2 decimals, the judge's verdict beside score and reason
+    page.select_option("#f-model", "oracle")
+    page.select_option("#f-status", "partial")
+    expect(rows).to_have_count(1)
+    assert "judge 0.67" in rows.first.inner_text()
+    rows.first.click()
+    judge = page.locator("#d-scores tbody tr.score-judge td").all_inner_texts()
+    assert judge == ["judge", "0.67", "2/3", "two of three points", VERDICT, "a-judge"]
+    assert "0.666" not in page.locator("#list").inner_text() + page.locator("#d-scores").inner_text()
+    assert page.locator("#d-scores thead th").nth(4).inner_text().lower() == "judge's verdict"
+    shot(page, tmp_path, f"samples_judged_{width}")
+    context.close()
+    assert errors == [], errors

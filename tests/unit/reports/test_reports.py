@@ -89,7 +89,10 @@ def test_benchmark_pages_show_every_row_with_n_coverage_interval_and_a_chart(rep
     expected = paper_tables(warehouse)
     for name in benchmarks.names():
         page = (report / f"{name}.html").read_text(encoding="utf-8")
-        want = expected[expected["benchmark"] == name]
+        everything = expected[expected["benchmark"] == name]
+        # a run setting no model has a scored item in (AC-EVAL test) is one line, not cells
+        want = everything.groupby(["table_name", "split", "setting", "variant"]).filter(
+            lambda g: (g["n_scored"] > 0).any())
         covs = re.findall(r'<span class="cov">n (\d+)/(\d+) · coverage (\d+|–)%?</span>', page)
         assert len(covs) == len(want)
         assert sorted((int(a), int(b)) for a, b, _ in covs) == sorted(zip(want["n_scored"], want["n_items"]))
@@ -97,7 +100,7 @@ def test_benchmark_pages_show_every_row_with_n_coverage_interval_and_a_chart(rep
         assert len(intervals) == want["ci_low"].notna().sum()
         assert sorted(intervals) == sorted((f"{a:.1f}", f"{b:.1f}") for a, b in
                                            zip(want["ci_low"].dropna(), want["ci_high"].dropna()))
-        assert page.count("<svg") == want["table_name"].nunique()
+        assert page.count("<svg") == want["table_name"].nunique() == everything["table_name"].nunique()
         # self-contained: no external reference of any kind, CSS inlined unescaped
         assert not re.search(r'(src|href)="(https?:)?//', page)
         assert "@import" not in page and "&#34;DejaVu Sans&#34;" not in page and '"DejaVu Sans"' in page
@@ -213,7 +216,8 @@ def test_judge_disagreement_is_its_own_status(warehouse, tmp_path):
     data = embedded((tmp_path / "out" / "samples.html").read_text(encoding="utf-8"))
     sample = next(s for s in data["samples"] if s["id"] == "aceval/dev/historical_facts/0" and s["model"] == "oracle")
     assert sample["status"] == "disagree"
-    assert sample["judge"] == {"score": 0.0, "extracted": "B", "reason": "the judge says no", "model": "some-judge"}
+    assert sample["judge"] == {"score": 0.0, "extracted": "B", "reason": "the judge says no", "verdict": None,
+                               "model": "some-judge"}
     assert sample["rule"]["score"] == 1.0
 
 
@@ -357,3 +361,109 @@ def test_compare_page_pairs_every_two_models_on_headline_rows(report):
     assert 'href="compare.html"' in (report / "index.html").read_text(encoding="utf-8")
     assert "oracle − random" in page and "95% interval" in page
     assert page.count("<h2") == 1   # two models: one pair
+
+
+# ---- one colour per model, withheld answers, the judge's verdict -------------------------------------
+
+def palette_fills(page: str) -> set[str]:
+    from pipeline.charts import COLOURS
+
+    return set(re.findall(r"fill: ?(#[0-9a-f]{6})", page.lower())) & {c.lower() for c in COLOURS}
+
+
+def test_a_model_has_one_colour_in_every_chart_of_the_report(warehouse, tmp_path):
+    """Fùxì without the oracle: random keeps the colour it has on every other page (models sorted:
+    oracle first, random second), not the first colour as the only model of those charts."""
+    from pipeline.charts import COLOURS, model_colours
+
+    db = tmp_path / "fewer.duckdb"
+    shutil.copy(warehouse, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DELETE FROM paper_tables WHERE benchmark = 'fuxi' AND model = 'oracle'")
+    write_reports(db, tmp_path / "out")
+    colours = model_colours(["random", "oracle"])
+    assert colours == {"oracle": COLOURS[0], "random": COLOURS[1]}
+    assert palette_fills((tmp_path / "out" / "fuxi.html").read_text(encoding="utf-8")) == {COLOURS[1].lower()}
+    for name in set(benchmarks.names()) - {"fuxi"}:
+        assert palette_fills((tmp_path / "out" / f"{name}.html").read_text(encoding="utf-8")) == {
+            COLOURS[0].lower(), COLOURS[1].lower()}, name
+
+
+WITHHELD = "AC-EVAL test split · zero_shot_ao · original: answers withheld, no scores"
+
+
+def test_withheld_answers_are_one_line_not_empty_cells(report, warehouse):
+    """AC-EVAL's test split (every row n_scored 0) is one line in the pages, the Markdown and the
+    leaderboard text, and its empty series are not drawn in the charts."""
+    from pipeline.benchmarks import cards
+    from pipeline.report import blocks
+
+    rows = paper_tables(warehouse)
+    test = rows[(rows["benchmark"] == "aceval") & (rows["split"] == "test")]
+    assert len(test) and (test["n_scored"] == 0).all()   # the situation this is about
+    page = (report / "aceval.html").read_text(encoding="utf-8")
+    line = f'<p class="no-scores">{WITHHELD} (<code>wenheng submission aceval</code>)</p>'
+    assert page.count(line) == rows[rows["benchmark"] == "aceval"]["table_name"].nunique()
+    assert "split test" not in page and not re.search(r'class="cov">n 0/', page)
+    assert ">no score<" not in page and not re.search(r">(oracle|random) · test<", page)   # no empty bars or series
+    assert page.count("no score, not drawn: oracle · test, random · test") == page.count("<svg") > 0
+    index = (report / "index.html").read_text(encoding="utf-8")
+    assert index.count(line) == 1 and "split test · setting zero_shot_ao" not in index
+    md = (report / "aceval.md").read_text(encoding="utf-8")
+    assert f"{WITHHELD} (`wenheng submission aceval`)" in md and "split test" not in md
+    headline = rows[rows["headline"]].sort_values(["benchmark", "row_order"])
+    text = blocks(headline.astype(object).where(headline.notna(), None),
+                  {name: c.title for name, c in cards().items()})
+    assert text.count(f"{WITHHELD} (`wenheng submission aceval`)") == 1
+    assert "(split test, setting zero_shot_ao" not in text
+    assert len(re.findall(r"^average ", text, re.M)) == 1   # AC-EVAL's average: dev's row, no row of dashes
+    assert "(split dev, setting zero_shot_ao, variant original)" in text   # the scored dev rows stay
+    everything = rows[rows["benchmark"] == "aceval"]
+    text = blocks(everything.astype(object).where(everything.notna(), None), {"aceval": "AC-EVAL"})
+    assert text.count(WITHHELD) == 1   # one line for the run setting, however many tables
+
+
+def test_a_run_setting_with_nothing_scored_says_so(warehouse):
+    """A benchmark whose answers are not withheld but have no score: "no scored items", no command."""
+    from pipeline.report import blocks
+    from pipeline.reports import render
+
+    rows = paper_tables(warehouse)
+    fuxi = rows[rows["benchmark"] == "fuxi"].assign(n_scored=0, score=None, ci_low=None, ci_high=None)
+    fuxi = fuxi.astype(object).where(fuxi.notna(), None)
+    text = blocks(fuxi, {"fuxi": "Fùxì"})
+    assert "Fùxì test split · zero_shot · original: no scored items" in text
+    assert "wenheng submission" not in text and " 0/" not in text
+    tables = render.benchmark_tables(benchmarks.card("fuxi"), fuxi)
+    assert all(t["chart"] is None for t in tables)   # nothing to draw
+    groups = [g for t in tables for g in t["groups"]]
+    assert groups and all(g["empty"] == {"head": "Fùxì test split · zero_shot · original",
+                                         "why": "no scored items", "command": None} for g in groups)
+    md = render.markdown(benchmarks.card("fuxi"), tables)
+    assert "Fùxì test split · zero\\_shot" not in md and "Fùxì test split · zero_shot · original: no scored items" in md
+
+
+def test_samples_show_the_judges_verdict(warehouse, tmp_path):
+    item = "aceval/dev/historical_facts/0"
+    verdict = "【评分理由】<b>选项</b>正确。\n【得分】2/3"
+    db = tmp_path / "judged.duckdb"
+    shutil.copy(warehouse, db)
+    with duckdb.connect(str(db)) as con:
+        con.execute("""INSERT INTO scores (item_id, benchmark, variant, setting, model, kind, scorer, score,
+                reason, extracted, judge_model, details)
+            SELECT item_id, benchmark, variant, setting, model, 'judge', 'judge:binary@wenheng-1', 2 / 3,
+                'two of three points', 'A', 'some-judge', '{}'
+            FROM scores WHERE model = 'oracle' AND item_id = ?""", [item])
+        con.execute("""INSERT INTO judgements (item_id, benchmark, variant, setting, model, judge_model, prompt_set,
+                prompt_version, score_type, prompt_id, attempts, verdict, score, extracted, reason)
+            SELECT item_id, benchmark, variant, setting, model, 'some-judge', 'wenheng', '1', 'binary', 'x', 1, ?,
+                2 / 3, 'A', 'two of three points'
+            FROM scores WHERE model = 'oracle' AND item_id = ? AND kind = 'rule'""", [verdict, item])
+    write_reports(db, tmp_path / "out")
+    page = (tmp_path / "out" / "samples.html").read_text(encoding="utf-8")
+    data = embedded(page)
+    sample = next(s for s in data["samples"] if s["id"] == item and s["model"] == "oracle")
+    assert sample["judge"]["verdict"] == verdict and sample["judge"]["score"] == pytest.approx(2 / 3)
+    others = [s for s in data["samples"] if s["judge"] and s is not sample]
+    assert all(s["judge"]["verdict"] is None for s in others)
+    assert "judge's verdict" in page and "<b>选项</b>" not in page   # shown as text, by the page's script
