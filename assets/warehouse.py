@@ -185,9 +185,8 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
     from datetime import UTC, datetime
 
     from pipeline.reports import build_run_info, write_reports
-    from pipeline.runner import RUN_TAG
 
-    cli_run = context.run.tags.get(RUN_TAG)
+    cli_run = context.run.tags.get(paths.RUN_TAG)
     if cli_run:
         return paths.reports_dir() / cli_run / "index.html"
     now = datetime.now(UTC)

@@ -31,6 +31,10 @@ def warehouse_file() -> Path:
     return _env_path("WENHENG_WAREHOUSE", DATA_DIR / "warehouse.duckdb")
 
 
+# The Dagster tag every run of one `wenheng run` carries; its value names the run's report folder.
+RUN_TAG = "wenheng/run"
+
+
 def reports_dir() -> Path:
     """HTML reports, one folder per run: data/reports beside the warehouse (WENHENG_REPORTS overrides)."""
     value = os.environ.get("WENHENG_REPORTS")

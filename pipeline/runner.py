@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pipeline import stopping
+from pipeline.paths import RUN_TAG
 
 PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset per benchmark card
-PID_TAG, HOST_TAG, RUN_TAG = "wenheng/pid", "wenheng/host", "wenheng/run"
+PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
 
 
 def _share(x: float) -> str:

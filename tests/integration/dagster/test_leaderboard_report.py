@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
 from report_warehouse import build  # noqa: E402
 
 from assets.warehouse import leaderboard  # noqa: E402
-from pipeline.runner import RUN_TAG  # noqa: E402
+from pipeline.paths import RUN_TAG  # noqa: E402
 from resources.engines import WarehouseResource  # noqa: E402
 
 
