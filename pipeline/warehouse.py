@@ -88,11 +88,13 @@ CURRENT_ONLY = {
 FILTERED_BY = {"responses": "prompts", "scores": "responses", "judgements": "responses"}
 # the tables the derived ones (model_task_scores, paper_tables) are computed from
 DERIVED_FROM = ("items", "prompts", "responses", "scores")
+# ... and what paper_tables' official rows not asked are read from, besides those
+PAPER_DERIVED_FROM = (*DERIVED_FROM, "quarantine", "dedup_clusters")
 # paper_tables_clean is computed from the derived runs and this table too
 CORPUS_TABLE = "corpus_overlap"
 
 # Bump when the warehouse's own tables change shape; code changes are caught by the layout hash.
-LAYOUT_VERSION = "6"
+LAYOUT_VERSION = "7"
 _LAYOUT_SOURCES = [Path(__file__), Path(aggregate.__file__), Path(history.__file__)]
 
 Key = tuple[tuple[str, str], ...]   # (column, value) pairs, partition_columns order; () = whole table
@@ -160,6 +162,7 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
             _reload(con, table, table_schema, parts, keys, published.get(table, {}))
             reloaded[table] = sorted(keys)
         derived = _derived_scope(reloaded)
+        paper_scope = _derived_scope(reloaded, PAPER_DERIVED_FROM)
         clock.lap("load")
         # the history as it is on disk, then what this publish adds to it
         _load_history(con, history_dir, published, reloaded, create=not incremental)
@@ -170,9 +173,9 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
         for sql_file in sql_files(sql_dir):
             _run_sql(con, sql_file.read_text(encoding="utf-8"), None if not incremental else derived)
         clock.lap("sql")
-        redone = build_paper_tables(con, None if not incremental else derived)
+        redone = build_paper_tables(con, None if not incremental else paper_scope)
         clock.lap("paper_tables")
-        build_clean_paper_tables(con, None if not incremental or derived is None else redone,
+        build_clean_paper_tables(con, None if not incremental or paper_scope is None else redone,
                                  None if not incremental else _corpora(reloaded.get(CORPUS_TABLE, [])))
         clock.lap("paper_tables_clean")
         con.execute("DELETE FROM _build")
@@ -378,10 +381,11 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema,
 Scope = dict[str, set[str] | None]   # benchmark -> its models to recompute (None: all of them)
 
 
-def _derived_scope(reloaded: dict[str, list[Key]]) -> Scope | None:
-    """The benchmark x model runs whose derived rows must be recomputed; None: all of them."""
+def _derived_scope(reloaded: dict[str, list[Key]], tables: tuple[str, ...] = DERIVED_FROM) -> Scope | None:
+    """The benchmark x model runs whose derived rows (computed from `tables`) must be recomputed;
+    None: all of them."""
     scope: Scope = {}
-    for table in DERIVED_FROM:
+    for table in tables:
         for key in reloaded.get(table, []):
             values = dict(key)
             if "benchmark" not in values:
@@ -433,13 +437,22 @@ def sql_files(sql_dir: Path) -> list[Path]:
     return sorted(sql_dir.glob("*.sql")) + [f for c in cards().values() for f in c.sql_files]
 
 
-# One row per evaluated item (or unit) x model run: what the paper tables are computed from. An
-# item asked of a model but not (yet) answered or scored has a null score: it counts in n_items,
-# not in n_scored, so coverage shows it. Exactly one score per unit: the judge's where the card
-# says its paper uses the judge ($judge_tasks, from `paper_scorer`) and the judge has a row for
+# One row per official row of the evaluated splits x model run: what the paper tables are computed
+# from. An item asked of a model but not (yet) answered or scored has a null score: it counts in
+# n_items, not in n_scored, so coverage shows it. Exactly one score per unit: the judge's where the
+# card says its paper uses the judge ($judge_tasks, from `paper_scorer`) and the judge has a row for
 # the response (a null one included: an unreadable verdict is not replaced by a rule score), else
 # the rule's. Score files written before `kind` existed hold rule rows only. {models} narrows it
 # to some models' runs (an incremental publish).
+#
+# The official rows not asked are units too, unscored, with `not_asked` saying why: the items of
+# the evaluated splits (those with prompts) the data-quality policy left out (their quality flags)
+# or the duplicate policy (a copy of its cluster's representative, gold included), and the rows
+# quarantined at ingestion that the card's layout places in an evaluated split
+# (`quarantine_placed`). A run that asked a sample (WENHENG_LIMIT) leaves out items no policy
+# explains: then its units are the items asked alone, as the sample is what its rows cover.
+# `n_options`, `n_questions`, `n_labels` give each item's chance level (aggregate.unit_chance),
+# `merged_rows` how many raw rows its item merged (WYWMT's repeated sources, CP-DUE's AU).
 _UNITS_TEMPLATE = """
 WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark AND {models}),
 paper AS (
@@ -450,6 +463,45 @@ paper AS (
         ORDER BY coalesce(s.kind, 'rule') = CASE WHEN list_contains(CAST($judge_tasks AS VARCHAR[]), i.task)
                                                  THEN 'judge' ELSE 'rule' END DESC,
                  coalesce(s.kind, 'rule') = 'rule' DESC) = 1
+),
+asked AS (SELECT DISTINCT item_id FROM prompts WHERE benchmark = $benchmark),
+evaluated AS (SELECT DISTINCT i.split FROM items i JOIN asked a ON a.item_id = i.item_id),
+copies AS (
+    SELECT d.item_id FROM dedup_clusters d
+    JOIN items m ON m.item_id = d.item_id
+    JOIN items c ON c.item_id = d.cluster_id
+    WHERE d.benchmark = $benchmark AND NOT d.is_representative AND m.answer_hash IS NOT DISTINCT FROM c.answer_hash
+),
+unasked AS (
+    SELECT i.*,
+           CASE WHEN coalesce(json_array_length(i.metadata, '$.quality_flags'), 0) > 0
+                THEN 'data-quality (' || array_to_string(CAST(json_extract(i.metadata, '$.quality_flags') AS VARCHAR[]),
+                                                         ', ') || ')'
+                WHEN i.item_id IN (SELECT item_id FROM copies) THEN 'duplicate' END AS not_asked
+    FROM items i
+    WHERE i.benchmark = $benchmark AND i.split IN (SELECT split FROM evaluated)
+      AND i.item_id NOT IN (SELECT item_id FROM asked)
+),
+whole AS (SELECT NOT EXISTS (SELECT 1 FROM unasked WHERE not_asked IS NULL) AS yes),
+task_info AS (
+    SELECT task,
+           CASE WHEN count(DISTINCT task_group) = 1 THEN any_value(task_group) END AS task_group,
+           CASE WHEN count(DISTINCT domain) = 1 THEN any_value(domain) END AS domain,
+           CASE WHEN count(DISTINCT capability) = 1 THEN any_value(capability) END AS capability,
+           CASE WHEN count(DISTINCT format) = 1 THEN any_value(format) END AS format
+    FROM items WHERE benchmark = $benchmark GROUP BY task
+),
+left_out AS (
+    SELECT item_id AS unit_id, split, task, task_group, domain, capability, format,
+           json_extract_string(metadata, '$.group') AS "group", json_extract_string(metadata, '$.part') AS part,
+           CASE WHEN coalesce(context, '') <> '' THEN md5(context) END AS context_id,
+           coalesce(json_array_length(metadata, '$.merged_rows'), 0) AS merged_rows, not_asked
+    FROM unasked WHERE not_asked IS NOT NULL
+    UNION ALL
+    SELECT q.unit_id, q.split, q.task, t.task_group, t.domain, t.capability, t.format, q."group", q.part,
+           NULL AS context_id, 0 AS merged_rows, 'quarantined' AS not_asked
+    FROM quarantine_placed q LEFT JOIN task_info t ON t.task = q.task
+    WHERE q.benchmark = $benchmark AND q.split IN (SELECT split FROM evaluated)
 )
 SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.task_group, i.domain,
        i.capability, json_extract_string(i.metadata, '$.group') AS "group",
@@ -462,7 +514,14 @@ SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.t
        coalesce(s.kind = 'judge'
                 AND starts_with(json_extract_string(s.details, '$.judge.engine.model'), 'bundled:'), false)
            AS demo_judge,
-       coalesce(a.max_tokens IS NOT NULL AND (p.max_tokens IS NULL OR a.max_tokens < p.max_tokens), false) AS capped
+       coalesce(a.max_tokens IS NOT NULL AND (p.max_tokens IS NULL OR a.max_tokens < p.max_tokens), false) AS capped,
+       i.format,
+       CASE WHEN len(i.choices) > 0 THEN len(i.choices)
+            ELSE TRY_CAST(json_extract_string(i.metadata, '$.options_per_question') AS INTEGER) END AS n_options,
+       coalesce(json_array_length(i.metadata, '$.questions'), 1) AS n_questions,
+       json_array_length(i.metadata, '$.labels') AS n_labels,
+       coalesce(json_array_length(i.metadata, '$.merged_rows'), 0) AS merged_rows,
+       CAST(NULL AS VARCHAR) AS not_asked
 FROM prompts p
 JOIN items i USING (item_id)
 JOIN runs r ON r.variant = p.variant AND r.setting = p.setting
@@ -471,6 +530,15 @@ LEFT JOIN responses a ON a.item_id = p.item_id AND a.variant = p.variant AND a.s
 LEFT JOIN paper s ON s.item_id = p.item_id AND s.variant = p.variant AND s.setting = p.setting
                  AND s.model = r.model
 WHERE p.benchmark = $benchmark
+UNION ALL BY NAME
+SELECT l.unit_id, r.model, r.variant, r.setting, l.split, l.task, l.task_group, l.domain, l.capability, l."group",
+       l.part, CAST(NULL AS DOUBLE) AS score, CAST(NULL AS VARCHAR) AS details, CAST(NULL AS VARCHAR) AS scored_by,
+       coalesce(list_contains(CAST($judge_tasks AS VARCHAR[]), l.task), false) AS paper_judge, l.context_id,
+       false AS demo_judge, false AS capped, l.format, CAST(NULL AS INTEGER) AS n_options,
+       CAST(NULL AS INTEGER) AS n_questions, CAST(NULL AS INTEGER) AS n_labels, l.merged_rows, l.not_asked
+FROM left_out l
+CROSS JOIN runs r
+WHERE (SELECT yes FROM whole)
 """
 UNITS_SQL = _UNITS_TEMPLATE.format(models="true")
 
@@ -490,6 +558,7 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
     of them is kept in `_paper_inputs`): a correction that moves no score recomputes nothing.
     Returns the (benchmark, model) runs whose rows were recomputed."""
     tables = {name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
+    build_quarantine_placed(con, tables)
     frames, redone, digests = [], [], []
     for name, bench in cards().items():
         if scope is not None and name not in scope:
@@ -535,8 +604,8 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
     if scope is not None:
         return redone   # the views below are already in the warehouse
     shown = ("model, split, variant, setting, row_label, metric, round(score, 2) AS score, round(ci_low, 2) AS ci_low, "
-             "round(ci_high, 2) AS ci_high, n_scored, n_items, round(coverage, 4) AS coverage, capped, comparable, "
-             "scored_by, note")
+             "round(ci_high, 2) AS ci_high, round(chance, 2) AS chance, n_scored, n_items, "
+             "round(coverage, 4) AS coverage, capped, comparable, scored_by, note")
     for name, card_tables in tables.items():
         for spec in card_tables.tables:
             con.execute(f'CREATE OR REPLACE VIEW "{name}_{spec.name}" AS SELECT {shown} FROM paper_tables '
@@ -568,6 +637,7 @@ ORDER BY a.benchmark, a.table_name, a.split, a.setting, a.variant, a.row_order, 
 
 def _units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> pd.DataFrame:
     """The units of these models' runs of a benchmark, as aggregate.paper_tables takes them."""
+    _placed_or_empty(con)
     units = con.execute(_units_sql(models), params).df()
     units["score"] = units["score"].astype(object).where(units["score"].notna(), None)
     units["details"] = [json.loads(d) if isinstance(d, str) else {} for d in units["details"]]
@@ -581,6 +651,7 @@ def _units_sql(models: list[str]) -> str:
 def _units_digests(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> dict[str, str]:
     """model -> a digest of its units (every column of every row, in any order); models without
     units are left out."""
+    _placed_or_empty(con)
     return dict(con.execute(f"SELECT model, count(*) || ':' || sum(hash(u)) FROM ({_units_sql(models)}) u "
                             "GROUP BY model", params).fetchall())
 
@@ -591,7 +662,48 @@ PAPER_TABLE_TYPES = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in {
     "benchmark": "VARCHAR", "table_name": "VARCHAR", "title": "VARCHAR", "row_order": "BIGINT",
     "row_label": "VARCHAR", "metric": "VARCHAR", "score": "DOUBLE", "ci_low": "DOUBLE", "ci_high": "DOUBLE",
     "n_items": "BIGINT", "n_scored": "BIGINT", "coverage": "DOUBLE", "headline": "BOOLEAN",
-    "note": "VARCHAR", "scored_by": "VARCHAR", "comparable": "BOOLEAN"}.items())
+    "note": "VARCHAR", "scored_by": "VARCHAR", "comparable": "BOOLEAN", "chance": "DOUBLE"}.items())
+
+
+# Every row quarantined at ingestion with the split and task (and question group and part) its
+# card's `quarantine:` layout places it in (aggregate.place_quarantine): the units SQL counts those
+# of the evaluated splits as official rows not asked.
+QUARANTINE_PLACED_TYPES = {"benchmark": "VARCHAR", "unit_id": "VARCHAR", "source_file": "VARCHAR",
+                           "source_locator": "VARCHAR", "split": "VARCHAR", "task": "VARCHAR", "group": "VARCHAR",
+                           "part": "VARCHAR"}
+
+
+def _placed_or_empty(con: duckdb.DuckDBPyConnection) -> None:
+    """A warehouse published before `quarantine_placed` existed (`wenheng compare` before the next
+    publish rebuilds it whole): an empty one, for this connection only."""
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'quarantine_placed'"
+                       ).fetchall()[0][0]:
+        con.register("quarantine_placed", pd.DataFrame({c: pd.Series([], dtype="string")
+                                                        for c in QUARANTINE_PLACED_TYPES}))
+
+
+def build_quarantine_placed(con: duckdb.DuckDBPyConnection,
+                            tables: dict[str, aggregate.CardTables] | None = None) -> None:
+    """`quarantine_placed`, from the whole quarantine table (a few rows: rebuilt at every publish)."""
+    tables = tables if tables is not None else {
+        name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
+    rows: list[dict] = []
+    for name, card_tables in tables.items():
+        if not card_tables.quarantine:
+            continue
+        quarantined = con.execute("SELECT benchmark, source_file, source_locator, raw FROM quarantine "
+                                  "WHERE benchmark = ?", [name]).df()
+        if quarantined.empty:
+            continue
+        tasks = {t for (t,) in con.execute("SELECT DISTINCT task FROM items WHERE benchmark = ? AND task IS NOT NULL",
+                                           [name]).fetchall()} | aggregate.declared_tasks(card_tables)
+        records = quarantined.astype(object).where(quarantined.notna(), None).to_dict("records")
+        rows += aggregate.place_quarantine(card_tables.quarantine, records, tasks)
+    frame = pd.DataFrame(rows, columns=list(QUARANTINE_PLACED_TYPES)).astype(object)
+    columns = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in QUARANTINE_PLACED_TYPES.items())
+    con.register("quarantine_placed_frame", frame)
+    con.execute(f"CREATE OR REPLACE TABLE quarantine_placed AS SELECT {columns} FROM quarantine_placed_frame")
+    con.unregister("quarantine_placed_frame")
 
 
 # ---- paper tables on the items a corpus does not contain -------------------------------------------
