@@ -14,7 +14,7 @@ from pipeline import aggregate
 from pipeline.benchmarks import cards
 
 CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "notes",
-               "metric", "split", "setting", "variant", "capped", "title", "scored_by", "comparable"]
+               "metric", "split", "setting", "variant", "capped", "title", "scored_by", "comparable", "chance"]
 MAX_SAMPLES = 20_000
 MAX_TEXT = 6_000   # characters of one prompt, response or gold kept in the sample browser
 MAX_BYTES = 30_000_000   # the sample browser's embedded text, so that a page still opens quickly

@@ -67,10 +67,17 @@ def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
         models = sorted(g["model"].unique())
         labels = list(dict.fromkeys(_row_label(r.row_label, r.metric) for r in g.itertuples(index=False)))
         cells = {(_row_label(r.row_label, r.metric), r.model): cell(r) for r in g.itertuples(index=False)}
+        # a row's chance level is the same for every model (its items' options): the first one given
+        chance = {}
+        for r in g.itertuples(index=False):
+            chance.setdefault(_row_label(r.row_label, r.metric), getattr(r, "chance", None))
         notes = [f"{_row_label(r.row_label, r.metric)} ({r.model}): {r.note}" for r in g.itertuples(index=False)
                  if r.note]
         out.append({**dict(zip(GROUP_KEYS, keys)), "title": g["title"].iloc[0], "models": models,
-                    "rows": [{"label": label, "cells": [cells.get((label, m)) for m in models]} for label in labels],
+                    "rows": [{"label": label, "cells": [cells.get((label, m)) for m in models],
+                              "chance": "" if _missing(chance.get(label)) else _num(chance.get(label))}
+                             for label in labels],
+                    "chance": any(not _missing(v) for v in chance.values()),
                     "notes": list(dict.fromkeys(notes)), "empty": None})
     return out
 

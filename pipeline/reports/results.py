@@ -201,6 +201,7 @@ def table_rows(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
             "setting": r.setting, "variant": r.variant, "value": r.score, "ci_low": r.ci_low, "ci_high": r.ci_high,
             "n_items": r.n_items, "n_scored": r.n_scored, "coverage": r.coverage, "capped": r.capped,
             "scored_by": getattr(r, "scored_by", None), "comparable": getattr(r, "comparable", None),
+            "chance": getattr(r, "chance", None),
             "notes": r.note})
     return out
 

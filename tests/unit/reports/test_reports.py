@@ -467,3 +467,12 @@ def test_samples_show_the_judges_verdict(warehouse, tmp_path):
     others = [s for s in data["samples"] if s["judge"] and s is not sample]
     assert all(s["judge"]["verdict"] is None for s in others)
     assert "judge's verdict" in page and "<b>选项</b>" not in page   # shown as text, by the page's script
+
+
+def test_chance_levels_show_beside_the_scores(report):
+    """CP-DUE's card declares its chance levels: the page has a chance column (CK: 3 options, 33.3),
+    and so does the CSV."""
+    page = (report / "cpdue.html").read_text(encoding="utf-8")
+    assert '<th class="num">chance</th>' in page and '<td class="num muted">33.3</td>' in page
+    csv = pd.read_csv(report / "cpdue.csv")
+    assert "chance" in csv.columns and csv["chance"].notna().any()
