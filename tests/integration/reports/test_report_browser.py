@@ -150,8 +150,8 @@ def test_benchmark_page_shows_chart_and_tables_with_n_and_coverage(page, report,
     table = page.locator("section#by_task table.paper").first
     assert table.is_visible()
     header = table.locator("thead th").all_inner_texts()
-    assert header[1:] == ["oracle", "random"]
-    first = table.locator("tbody tr").first.locator("td").first.inner_text()
+    assert header[1:] == ["chance", "oracle", "random"]   # the chance level, then a column per model
+    first = table.locator("tbody tr").first.locator("td").nth(1).inner_text()
     assert "100.0" in first and "[100.0, 100.0]" in first and "n 3/3" in first and "coverage 100%" in first
     shot(page, tmp_path, "benchmark_fuxi")
     chart.scroll_into_view_if_needed()
