@@ -200,7 +200,10 @@ def run(args: argparse.Namespace) -> int:
     for name in args.benchmark or ():
         benchmarks.card(name)   # an unknown name: one line listing the known ones
     # every problem, before any stage; a warning (a strong judge with wenheng's prompts) is said aloud
-    sources, models = load_config(paths.sources_file(), paths.models_file(), warn=_say)
+    sources, models = load_config(paths.sources_file(), paths.models_file(), warn=_say, run_models=args.model,
+                                  run_benchmarks=args.benchmark)
+    if args.select:
+        _check_selection(args.select)
     corpora = list(load_corpora(paths.corpora_file()))   # each is scanned (only its changed files are read)
     chosen = list(dict.fromkeys(args.benchmark or sources))
     unconfigured = [b for b in chosen if b not in sources]
@@ -262,6 +265,24 @@ def run(args: argparse.Namespace) -> int:
             except UserError as exc:   # the run itself succeeded: its results are in the warehouse
                 _error(f"no report written: {exc}")
     return 0
+
+
+def _check_selection(selection: str) -> None:
+    """`--select` must name at least one asset: a selection that matches none (a mistyped key)
+    would run nothing and exit 0."""
+    import dagster as dg
+
+    from pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    try:
+        chosen = dg.AssetSelection.from_string(selection).resolve(graph)
+    except Exception as exc:  # noqa: BLE001 - Dagster's parse and lookup errors, each one line here
+        raise UserError(f"--select {selection!r}: {str(exc).splitlines()[0]}") from None
+    if not chosen:
+        known = sorted(key.to_user_string() for key in graph.get_all_asset_keys())
+        raise UserError(f"--select {selection!r} matches no asset; expected e.g. 'key:items+' or "
+                        f"'group:sources' (assets: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})")
 
 
 def partition_rows(materializations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

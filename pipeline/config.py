@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+import os
 import re
-from collections.abc import Callable
+import types
+import typing
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +61,9 @@ def _no_duplicates(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool 
     seen: set = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=True)
+        if isinstance(key, (list, dict, set)):   # YAML's `? [a, b]`: no name a setting could have
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key must be a name or a number, not {key!r}", key_node.start_mark)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}; each key may appear once per mapping", key_node.start_mark)
@@ -87,7 +94,8 @@ def _load_yaml(path: Path) -> dict[str, Any]:
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
 SOURCES_TOP_KEYS = {"benchmarks", "duplicates", "quality"}
 SOURCE_KEYS = {"path", "url", "sha256", "subpath", "version", "license", "splits", "evaluate", "quality",
-               *LIMIT_KEYS}
+               "allow_empty", *LIMIT_KEYS}
+SOURCE_TEXT_KEYS = ("path", "url", "subpath")   # a string each; version and license: any label
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,7 @@ class SourceSpec:
     evaluate: tuple[str, ...] = ()  # the splits to ask and score; empty = the card's eval_splits
     quality: str = "drop"           # items flagged for data quality: left out of evaluation, or `keep`
     limits: FetchLimits = FetchLimits()  # a `url` source's download and unpack limits (fetch.py)
+    allow_empty: bool = False       # a source with no rows is an error unless this says it may be empty
 
     def includes_split(self, split: str) -> bool:
         return not self.splits or split in self.splits
@@ -112,8 +121,17 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
     """Each benchmark's source: a local `path` (relative to the sources file) or a `url` with its
     `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
     use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
-    data = _load_yaml(path)
     problems = _Problems()
+    specs = _read_sources(path, problems)
+    problems.raise_any()
+    return specs
+
+
+def _read_sources(path: Path, problems: _Problems) -> dict[str, SourceSpec]:
+    """The entries that are valid; each problem of the file recorded in `problems`."""
+    data = problems.check(_load_yaml, path)
+    if data is None:
+        return {}
     for key in sorted(set(data) - SOURCES_TOP_KEYS, key=str):
         problems.add(f"{path}: {key}: unknown key; expected some of {sorted(SOURCES_TOP_KEYS)}")
     default_quality = problems.check(_quality, data.get("quality", "drop"), f"{path}: quality") or "drop"
@@ -130,7 +148,6 @@ def load_sources(path: Path) -> dict[str, SourceSpec]:
             specs[name] = spec
     if not specs and not problems.lines:
         problems.add(f"{path}: benchmarks: no benchmarks configured")
-    problems.raise_any()
     return specs
 
 
@@ -145,31 +162,31 @@ def _source(path: Path, name: str, entry: Any, default_quality: str) -> SourceSp
     unknown = sorted(set(entry) - SOURCE_KEYS)
     if unknown:
         raise ConfigError(f"{where}: unknown keys {unknown}; expected some of {sorted(SOURCE_KEYS)}")
-    for key in ("path", "url", "sha256", "subpath", "version", "license"):
+    for key in ("version", "license"):
         if key in entry and (isinstance(entry[key], (dict, list, bool)) or entry[key] is None):
             raise ConfigError(f"{where}.{key}: expected a single value (a string), got {entry[key]!r}")
-    splits = entry.get("splits") or ()
-    if not isinstance(splits, (list, tuple)) or not all(isinstance(s, str) for s in splits):
-        raise ConfigError(f"{where}: 'splits' must be a list of split names")
-    evaluate = entry.get("evaluate") or ()
-    if not isinstance(evaluate, (list, tuple)) or not all(isinstance(s, str) for s in evaluate):
-        raise ConfigError(f"{where}: 'evaluate' must be a list of split names, e.g. [dev, test]")
+    for key in SOURCE_TEXT_KEYS:
+        if key in entry and (not isinstance(entry[key], str) or (key in ("path", "url") and not entry[key].strip())):
+            raise ConfigError(f"{where}.{key}: expected a non-empty string (got {entry[key]!r}); quote it in YAML")
+    splits = _split_names(entry.get("splits"), f"{where}.splits", "[dev]")
+    evaluate = _split_names(entry.get("evaluate"), f"{where}.evaluate", "[dev, test]")
+    allow_empty = _flag(entry.get("allow_empty", False), f"{where}.allow_empty")
     url, sha256, subpath = str(entry.get("url", "")), str(entry.get("sha256", "")).lower(), ""
     if "path" in entry:
         source_path = (path.parent / str(entry["path"])).resolve()
     else:
         if not url.startswith(("http://", "https://", "file://")):
-            raise ConfigError(f"{where}: url must start with http://, https:// or file://")
+            raise ConfigError(f"{where}.url: must start with http://, https:// or file:// (got {url!r})")
         if not SHA256.match(sha256):
-            raise ConfigError(f"{where}: a url source needs 'sha256' (64 hex digits) of the file, "
-                              f"so a changed download is never used by mistake")
+            raise ConfigError(f"{where}.sha256: a url source needs 'sha256' (64 hex digits) of the file, "
+                              f"so a changed download is never used by mistake (got {entry.get('sha256')!r})")
         subpath = str(entry.get("subpath", "")).strip("/")
         if ".." in Path(subpath).parts:
-            raise ConfigError(f"{where}: subpath must stay inside the download")
+            raise ConfigError(f"{where}.subpath: must stay inside the download (got {subpath!r})")
         source_path = local_path(url, sha256, subpath, cache_dir() / "downloads")
     limits = {key: entry[key] for key in LIMIT_KEYS if key in entry}
     if limits and "path" in entry:
-        raise ConfigError(f"{where}: {', '.join(limits)} only apply to a 'url' source")
+        raise ConfigError(f"{where}: {', '.join(limits)} only apply to a 'url' source (got a 'path')")
     for key, value in limits.items():
         try:
             limits[key] = parse_limit(key, value)
@@ -187,20 +204,60 @@ def _source(path: Path, name: str, entry: Any, default_quality: str) -> SourceSp
         evaluate=tuple(evaluate),
         quality=_quality(entry.get("quality", default_quality), where),
         limits=FetchLimits(**limits),
+        allow_empty=allow_empty,
     )
 
 
+def _split_names(value: Any, where: str, example: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(isinstance(s, str) for s in value):
+        raise ConfigError(f"{where}: expected a list of split names, e.g. {example} (got {value!r})")
+    return tuple(value)
+
+
+def _source_files(path: Path, spec: SourceSpec) -> None:
+    """What a source names, as `wenheng run` reads it: the path exists in the benchmark's layout
+    (pipeline/sources/layout.py: a file or a folder, files there, side files readable) and
+    `splits` and `evaluate` name splits its files hold, so that every benchmark asks something.
+    A `url` source is checked once its download is in the cache (and by ingestion after it)."""
+    from pipeline.sources.layout import path_problem, split_problems
+
+    where = f"{path}: benchmarks.{spec.benchmark}"
+    if spec.url and not spec.path.exists():
+        return
+    problem = path_problem(spec)
+    if problem is not None:
+        raise ConfigError(f"{where}.{'subpath' if spec.url else 'path'}: {problem}")
+    default_evaluated = benchmarks.card(spec.benchmark).eval_splits
+    lines = [f"{where}.{key}: {text}" for key, text in split_problems(spec, default_evaluated)]
+    if lines:
+        raise ConfigError("\n".join(lines))
+
+
 def load_config(sources_path: Path, models_path: Path, corrections_path: Path | None = None,
-                warn: Callable[[str], None] | None = None) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
+                warn: Callable[[str], None] | None = None, run_models: Collection[str] | None = None,
+                run_benchmarks: Collection[str] | None = None
+                ) -> tuple[dict[str, SourceSpec], dict[str, ModelSpec]]:
     """Both files and the corrections (default: `paths.corrections_dir()`), every problem of all
     of them reported together (one ConfigError, one line each): what `wenheng run` checks before
-    any stage starts. `warn` gets each warning line of a valid configuration (`judge_warnings`)."""
+    any stage starts. Beyond the files' own text: each source's files (`_source_files`) and the
+    API key variable of each model to be run (`run_models`, default all) and of the judges of the
+    benchmarks to be run (`run_benchmarks`, default every configured one). `warn` gets each
+    warning line of a valid configuration (`judge_warnings`)."""
     from pipeline.corrections import CorrectionsError, load_corrections
     from pipeline.paths import corrections_dir
 
     problems = _Problems()
-    sources = problems.check(load_sources, sources_path)
+    sources = _read_sources(sources_path, problems)
+    for spec in sources.values():   # the valid entries' files, whatever else is wrong
+        problems.check(_source_files, sources_path, spec)
     models, judges = problems.check(_models_and_judges, models_path) or (None, {})
+    if models is not None:
+        benches = set(sources) if run_benchmarks is None else set(run_benchmarks)
+        run = set(models if run_models is None else run_models) | {j.model for b, j in judges.items() if b in benches}
+        for name in (m for m in models if m in run):
+            problems.check(_api_key_set, models_path, models[name])
     try:
         load_corrections(corrections_path or corrections_dir())
     except CorrectionsError as exc:
@@ -280,8 +337,9 @@ def _models_and_judges(path: Path) -> tuple[dict[str, ModelSpec], dict[str, Judg
 
 def _model(path: Path, name: Any, entry: Any) -> ModelSpec:
     where = f"{path}: models.{name}"
-    if not MODEL_NAME.match(str(name)):
-        raise ConfigError(f"{where}: a model name may use letters, digits, '.', '_' and '-' only")
+    if not isinstance(name, str) or not MODEL_NAME.match(name):
+        raise ConfigError(f"{where}: expected a name of letters, digits, '.', '_' and '-' (got {name!r}); "
+                          "quote a name that YAML reads as a number, a boolean or null")
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: expected a mapping {{engine: vllm|openai|baseline, ...}}")
     problems = _Problems()
@@ -390,6 +448,9 @@ def _engine_params(where: str, engine: str, params: dict[str, Any]) -> None:
     missing = [p.name for p in named if p.default is p.empty and p.name not in params]
     if missing:
         raise ConfigError(f"{where}: the {engine} engine needs {', '.join(missing)}")
+    wrong = _param_values(where, cls, params)
+    if wrong:
+        raise ConfigError("\n".join(wrong))
     if engine == "openai":
         from pipeline.redact import watch_env
 
@@ -398,6 +459,83 @@ def _engine_params(where: str, engine: str, params: dict[str, Any]) -> None:
         cls(**params)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{where}: {str(exc).splitlines()[0]}") from None
+
+
+# What an engine parameter's type (its constructor's annotation, checked first) does not say:
+# the values it may take. One rule per parameter name, for every engine that has the parameter.
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PARAM_RULES: dict[str, tuple[Callable[[Any], Any], str]] = {
+    "model": (str.strip, "that is not empty"),
+    "base_url": (lambda v: v.startswith(("http://", "https://")), "starting with http:// or https://"),
+    "api_key_env": (ENV_NAME.match, "naming an environment variable, e.g. OPENAI_API_KEY"),
+    "concurrency": (lambda v: v >= 1, ">= 1"),
+    "timeout_s": (lambda v: 0 < v <= 86_400, "> 0 and <= 86400 (a day)"),
+    "max_retries": (lambda v: 0 <= v <= 20, "from 0 to 20"),
+    "max_model_len": (lambda v: v >= 1, ">= 1"),
+}
+_TYPE_WORDS = {bool: "true or false", int: "a whole number", float: "a number", str: "a string", dict: "a mapping",
+               list: "a list", type(None): "null"}
+
+
+def _param_values(where: str, cls: type, params: dict[str, Any]) -> list[str]:
+    """One line per engine parameter whose value does not fit the type its engine's constructor
+    declares (`chat: maybe` for a bool, `timeout_s: fast` for a float) or its PARAM_RULES. vLLM's
+    own arguments (the constructor's **kwargs) have no declared type: vllm.LLM checks them."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except (NameError, TypeError):   # an annotation that cannot be resolved: the constructor still checks
+        hints = {}
+    lines = []
+    for key, value in params.items():
+        hint = hints.get(str(key))
+        if hint is None:
+            continue
+        rule, says = PARAM_RULES.get(str(key), (None, ""))
+        if not _fits(value, hint) or (rule is not None and value is not None and not rule(value)):
+            lines.append(f"{where}.{key}: expected {_type_words(hint)}{' ' + says if says else ''} (got {value!r})")
+    return lines
+
+
+def _arms(hint: Any) -> tuple:
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a value read from YAML is of the annotated type: a bool is not a number, a number
+    not a string, and a float is finite."""
+    for arm in _arms(hint):
+        kind = typing.get_origin(arm) or arm
+        if kind is float:
+            fits = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        elif kind is int:
+            fits = isinstance(value, int) and not isinstance(value, bool)
+        elif kind is type(None) or kind is None:
+            fits = value is None
+        else:
+            fits = not isinstance(kind, type) or isinstance(value, kind)
+        if fits:
+            return True
+    return False
+
+
+def _type_words(hint: Any) -> str:
+    return " or ".join(_TYPE_WORDS.get(typing.get_origin(a) or a, getattr(a, "__name__", str(a))) for a in _arms(hint))
+
+
+def _api_key_set(path: Path, spec: ModelSpec) -> None:
+    """A model to be run whose engine reads its key from the environment (`api_key_env`) needs the
+    variable set: checked at load, the line naming the variable (never a value)."""
+    import inspect
+
+    parameter = inspect.signature(_engine_class(spec.engine).__init__).parameters.get("api_key_env")
+    if parameter is None:
+        return
+    name = spec.params.get("api_key_env", parameter.default)
+    if name and not os.environ.get(name):
+        given = "" if "api_key_env" in spec.params else " (the default)"
+        raise ConfigError(f"{path}: models.{spec.name}.api_key_env: environment variable {name}{given} is not set, "
+                          f"and model {spec.name} is to be run; expected it set to the key, or api_key_env: null "
+                          "for a server that needs no key")
 
 
 _VLLM_ARGS: set[str] | None = None

@@ -11,7 +11,8 @@ from pipeline.benchmarks import card
 from pipeline.config import SourceSpec, load_sources
 from pipeline.corrections import load_corrections
 from pipeline.sources import fetch
-from pipeline.sources.reading import ParseResult, guarded_file
+from pipeline.sources.layout import path_problem, split_problems
+from pipeline.sources.reading import ParseResult, SourceError, guarded_file
 
 
 def parse_source(spec: SourceSpec) -> ParseResult:
@@ -19,24 +20,26 @@ def parse_source(spec: SourceSpec) -> ParseResult:
 
     A source given by `url` is downloaded (once, into the cache) and verified first; a download
     or checksum failure raises `pipeline.sources.fetch.FetchError`, because silently using other
-    bytes than the configured ones is never acceptable. A configured local path that does not
-    exist, or that holds no file in the benchmark's layout, gives one quarantine row saying so,
-    so the other benchmarks still build and the problem shows up in the quarantine table."""
+    bytes than the configured ones is never acceptable. A source that cannot be used as a whole
+    raises `SourceError`, one line: a path that does not exist or is not in the benchmark's
+    layout, `splits` or `evaluate` naming a split it does not hold, a broken side file (AC-EVAL's
+    subject_mapping.json), or no rows at all (unless its entry says `allow_empty: true`).
+    `wenheng run` refuses the same problems of a local path before any stage
+    (`pipeline.config.load_config`); here they are caught for a `url` source and for a run
+    started elsewhere (the Dagster UI)."""
     parse = card(spec.benchmark).parse
     if spec.url:
         fetch.materialize(spec)
-    result = ParseResult()
     shown = spec.path.as_posix()
-    if not spec.path.exists():
-        result.raw_counts[shown] += 1
-        result.reject(spec.benchmark, shown, "path", f"source path does not exist: {shown}", "")
-        return result
+    problem = path_problem(spec)
+    problems = [f"path: {problem}"] if problem else [f"{key}: {text}" for key, text in split_problems(spec)]
+    if problems:
+        raise SourceError(f"{spec.benchmark}: " + "; ".join(problems))
+    result = ParseResult()
     guarded_file(result, spec.benchmark, shown, lambda own: own.extend(parse(spec)))
-    if not result.raw_counts:
-        result.raw_counts[shown] += 1
-        result.reject(spec.benchmark, shown, "path",
-                      f"no {spec.benchmark} files in the expected layout under {shown} "
-                      "(see pipeline/sources/README.md)", "")
+    if not result.raw_counts and not spec.allow_empty:
+        raise SourceError(f"{spec.benchmark}: {shown} yields no rows (its files in the layout are empty, or "
+                          "`splits` leaves them all out); set allow_empty: true on its sources entry to allow it")
     return result
 
 

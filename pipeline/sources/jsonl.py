@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.config import SourceSpec
 from pipeline.sources.reading import (
     ParseResult,
     Row,
@@ -22,12 +21,19 @@ from pipeline.sources.reading import (
     read_lines,
 )
 
+if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
+    from pipeline.config import SourceSpec
+
+
+def jsonl_files(path: Path) -> list[Path]:
+    """The files of the layout: `path` itself, or the `<split>.jsonl` files of a folder."""
+    return [path] if path.is_file() else sorted(path.glob("*.jsonl"))
+
 
 def files(spec: SourceSpec) -> tuple[Path, list[Path]]:
     """(root for display paths, the JSONL files to read), honouring `splits`."""
-    if spec.path.is_file():
-        return spec.path.parent, [spec.path] if spec.includes_split(spec.path.stem) else []
-    return spec.path, sorted(p for p in spec.path.glob("*.jsonl") if spec.includes_split(p.stem))
+    root = spec.path.parent if spec.path.is_file() else spec.path
+    return root, [p for p in jsonl_files(spec.path) if spec.includes_split(p.stem)]
 
 
 def parse_files(spec: SourceSpec, parse_rows: Callable[[str, str, Iterator[tuple[str, Any]], ParseResult], None]

@@ -15,7 +15,9 @@ a quarantine row with file, locator and reason; the file's other rows still load
 that cannot be read at all (not UTF-8, not JSON, not a JSON array: `FileUnreadable`) is one
 file-level quarantine row (`guarded_file`). A parser failure outside any row is also caught, but
 the file's rows are then not accounted for: the file is listed in `ParseResult.incomplete` and
-the reconciliation fails. The file formats are described in pipeline/sources/README.md.
+the reconciliation fails. A source that cannot be used as a whole (`SourceError`: a broken side
+file, no rows at all) fails its benchmark's ingestion with one line instead. The file formats are
+described in pipeline/sources/README.md.
 """
 
 from __future__ import annotations
@@ -28,12 +30,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from pipeline.config import SourceSpec
 from pipeline.schema import ITEMS, JSON_COLUMNS, OPTION_LETTERS
+
+if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
+    from pipeline.config import SourceSpec
 
 MERGED_ROWS = "merged_rows"  # in an item's metadata: the other raw rows this item was made from
 
@@ -49,6 +53,12 @@ _LIST_COLUMNS = {f.name for f in ITEMS if pa.types.is_list(f.type)}
 
 class BadRow(ValueError):
     """Raised by a row reader: the row is quarantined with this message as its reason."""
+
+
+class SourceError(ValueError):
+    """The configured source as a whole cannot be used (its path is not the benchmark's layout, a
+    side file such as AC-EVAL's subject_mapping.json is broken, it yields no rows): never a
+    quarantine row, the benchmark's ingestion fails with this one line."""
 
 
 class FileUnreadable(ValueError):
@@ -270,10 +280,13 @@ def guarded_file(result: ParseResult, benchmark: str, shown: str,
     caught by `guarded_row`) also leaves one `file` row, but the rows it had counted stay counted
     and the file is listed in `incomplete`, so the reconciliation fails instead of passing on a
     count of 1. Items that cannot be stored (`item_problem`) are moved to quarantine here, with
-    the rows merged into them, so every row stays accounted for."""
+    the rows merged into them, so every row stays accounted for. A `SourceError` is not a file's
+    problem but the source's: it is raised on."""
     own = ParseResult()
     try:
         parse_file(own)
+    except SourceError:
+        raise
     except UnicodeDecodeError as exc:
         result.raw_counts[shown] += 1
         result.reject(benchmark, shown, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start}); "

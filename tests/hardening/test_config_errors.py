@@ -1,5 +1,10 @@
-"""Broken configuration files stop `wenheng run` before any stage: exit code 2, one line per
-problem on stderr naming the file and the key, never a traceback."""
+"""Broken configuration stops `wenheng run` before any stage: exit code 2, one line per problem on
+stderr naming the file, the key and the value with what is expected, never a traceback.
+
+CASES is the bad-config corpus: a broken sources.yaml or models.yaml (beside a good other file),
+or a bad command line (`args`). config_corpus.py (beside this file) runs it against any checkout, as
+subprocesses, and counts clean one-line errors, tracebacks and configurations silently accepted
+(a stage started or exit 0)."""
 
 from __future__ import annotations
 
@@ -13,16 +18,38 @@ from conftest import ROOT
 from pipeline import cli
 
 SAMPLES = ROOT / "data" / "samples"
-GOOD_SOURCES = f"benchmarks:\n  wenmind: {{path: {SAMPLES / 'wenmind' / 'WenMind_sample.json'}, version: s1}}\n"
+CORPUS = Path(__file__).parent / "corpus"
+WENMIND = SAMPLES / "wenmind" / "WenMind_sample.json"
+ACEVAL = SAMPLES / "aceval"
+GOOD_SOURCES = f"benchmarks:\n  wenmind: {{path: {WENMIND}, version: s1}}\n"
 GOOD_MODELS = "models:\n  oracle: {engine: baseline, strategy: oracle}\n"
+UNSET_KEY = "WENHENG_CORPUS_UNSET_KEY"   # never set: the api_key_env cases name it
+OPENAI = "    engine: openai\n    model: x\n    base_url: http://127.0.0.1:9/v1\n    api_key_env: null\n"
 
 
 def _models(entry: str) -> str:
     return f"models:\n  m:\n{entry}"
 
 
-# (name, which file is broken, its text (str or bytes), [a key each problem line must name])
+def _source(name: str, entry: str) -> str:
+    return f"benchmarks:\n  {name}: {{{entry}}}\n"
+
+
+def _aceval(extra: str = "", path: Path = ACEVAL) -> str:
+    return _source("aceval", f"path: '{path}', version: s1{extra}")
+
+
+def _wenmind(extra: str = "", path: str = str(WENMIND)) -> str:
+    return _source("wenmind", f"path: '{path}', version: s1{extra}")
+
+
+URL = "url: http://127.0.0.1:9/x.json"
+SHA = "0123456789abcdef" * 4
+
+# (name, what is broken: sources | models | args, its text (str or bytes; args: a list), [what each
+# problem line must name: a key, or a tuple of fragments that must all be in the line])
 CASES = [
+    # -- sources.yaml: the file and its keys
     ("benchmarks_list", "sources", "benchmarks:\n  - wenmind\n", ["benchmarks"]),
     ("sources_not_utf8", "sources", "benchmarks:\n  wenmind: {path: x, license: caf\xe9}\n".encode("latin-1"),
      ["UTF-8"]),
@@ -37,12 +64,77 @@ CASES = [
     ("sources_unknown_top", "sources", GOOD_SOURCES + "benchmark_defaults: {}\n", ["benchmark_defaults"]),
     ("sources_bad_duplicates", "sources", GOOD_SOURCES + "duplicates: sometimes\n", ["duplicates"]),
     ("sources_bad_yaml", "sources", "benchmarks:\n  wenmind: {path: x\n", ["line"]),
+    ("sources_no_benchmarks", "sources", "benchmarks: {}\n", [("benchmarks", "no benchmarks configured")]),
+    ("sources_entry_not_mapping", "sources", "benchmarks:\n  wenmind: WenMind.json\n",
+     [("benchmarks.wenmind", "'WenMind.json'")]),
+    ("sources_entry_unknown_key", "sources", _wenmind(", pth: x"), [("benchmarks.wenmind", "'pth'")]),
+    ("sources_path_and_url", "sources", _wenmind(f", {URL}"), [("benchmarks.wenmind", "either a 'path' or a 'url'")]),
+    ("sources_list_as_key", "sources", "benchmarks:\n  ? [wenmind, aceval]\n  : {path: x, version: s1}\n",
+     [("line 2", "a key must be a name or a number, not ['wenmind', 'aceval']")]),
+    ("sources_bad_quality", "sources", _wenmind(", quality: sometimes"), [("benchmarks.wenmind", "'sometimes'")]),
+    # -- sources.yaml: a path that is not the benchmark's files
+    ("path_missing", "sources", _wenmind(path="nowhere.json"),
+     [("benchmarks.wenmind.path", "nowhere.json does not exist", "expected a WenMind JSON file")]),
+    ("path_empty", "sources", _wenmind(path=""), [("benchmarks.wenmind.path", "(got '')")]),
+    ("path_number", "sources", "benchmarks:\n  wenmind: {path: 42, version: s1}\n",
+     [("benchmarks.wenmind.path", "(got 42)")]),
+    ("path_list", "sources", "benchmarks:\n  wenmind: {path: [a, b], version: s1}\n",
+     [("benchmarks.wenmind.path", "(got ['a', 'b'])")]),
+    ("path_file_for_folder", "sources", _aceval(path=ACEVAL / "dev" / "translation.csv"),
+     [("benchmarks.aceval.path", "translation.csv is a file; expected a folder")]),
+    ("path_wyweb_file", "sources", _source("wyweb", f"path: '{WENMIND}', version: s1"),
+     [("benchmarks.wyweb.path", "is a file; expected a folder of <task>/<split>.<ext> files")]),
+    ("path_folder_without_layout", "sources", _wenmind(path=str(ACEVAL)),
+     [("benchmarks.wenmind.path", "holds no wenmind file", "allow_empty")]),
+    ("path_jsonl_folder_without_files", "sources", _source("fuxi", f"path: '{SAMPLES / 'wyweb'}', version: s1"),
+     [("benchmarks.fuxi.path", "holds no fuxi file; expected a .jsonl file")]),
+    ("allow_empty_not_boolean", "sources", _wenmind(", allow_empty: maybe"),
+     [("benchmarks.wenmind.allow_empty", "expected true or false (got 'maybe')")]),
+    ("mapping_broken_json", "sources", _aceval(", evaluate: [dev]", CORPUS / "aceval" / "mapping_broken_json"),
+     [("benchmarks.aceval.path", "subject_mapping.json is not valid JSON")]),
+    ("mapping_not_utf8", "sources", _aceval(", evaluate: [dev]", CORPUS / "aceval" / "mapping_not_utf8"),
+     [("benchmarks.aceval.path", "subject_mapping.json is not UTF-8")]),
+    ("mapping_not_object", "sources", _aceval(", evaluate: [dev]", CORPUS / "aceval" / "mapping_not_object"),
+     [("benchmarks.aceval.path", "subject_mapping.json is an array; expected an object")]),
+    # -- sources.yaml: splits the files do not hold
+    ("evaluate_unknown_split", "sources", _aceval(", evaluate: [nosuch]"),
+     [("benchmarks.aceval.evaluate", "'nosuch'", "the source has dev, test")]),
+    ("splits_unknown_split", "sources", _aceval(", splits: [nosuch]"),
+     [("benchmarks.aceval.splits", "'nosuch'", "the source has dev, test")]),
+    ("splits_wenmind_has_test_only", "sources", _wenmind(", splits: [dev]"),
+     [("benchmarks.wenmind.splits", "'dev'", "the source has test")]),
+    ("evaluate_not_ingested", "sources", _aceval(", splits: [dev], evaluate: [test]"),
+     [("benchmarks.aceval.evaluate", "'test' is not ingested")]),
+    ("evaluate_default_not_ingested", "sources", _aceval(", splits: [dev]"),
+     [("benchmarks.aceval.evaluate", "not set, so test would be asked", "evaluate: [dev]")]),
+    ("evaluate_not_list", "sources", _aceval(", evaluate: dev"),
+     [("benchmarks.aceval.evaluate", "(got 'dev')")]),
+    ("splits_numbers", "sources", _aceval(", splits: [1, 2]"), [("benchmarks.aceval.splits", "(got [1, 2])")]),
+    # -- sources.yaml: url sources
+    ("url_without_sha256", "sources", _source("wenmind", f"{URL}, version: s1"), [("benchmarks.wenmind.sha256", "needs 'sha256'")]),
+    ("url_ftp", "sources", _source("wenmind", f"url: 'ftp://127.0.0.1/x.json', sha256: {SHA}, version: s1"),
+     [("benchmarks.wenmind.url", "(got 'ftp://127.0.0.1/x.json')")]),
+    ("url_subpath_escapes", "sources", _source("wenmind", f"{URL}, sha256: {SHA}, subpath: ../x"),
+     [("benchmarks.wenmind.subpath", "must stay inside")]),
+    ("url_limit_on_path", "sources", _wenmind(", max_bytes: 10"), [("benchmarks.wenmind", "max_bytes only apply")]),
+    ("url_bad_limit", "sources", _source("wenmind", f"{URL}, sha256: {SHA}, max_bytes: lots"),
+     [("benchmarks.wenmind", "max_bytes must be a size")]),
+    # -- models.yaml: the file and its keys
     ("models_not_utf8", "models", "models:\n  m: {engine: baseline, strategy: \xff}\n".encode("latin-1"), ["UTF-8"]),
     ("models_top_string", "models", "just a string\n", ["top level"]),
+    ("models_empty", "models", "models: {}\n", [("models", "at least one model")]),
     ("models_duplicate_model", "models", GOOD_MODELS + "  oracle: {engine: baseline, strategy: random}\n",
      ["oracle"]),
     ("models_duplicate_param", "models", _models("    engine: baseline\n    strategy: oracle\n    strategy: random\n"),
      ["strategy"]),
+    ("model_name_integer", "models", "models:\n  42: {engine: baseline, strategy: oracle}\n",
+     [("models.42", "(got 42)", "quote")]),
+    ("model_name_boolean", "models", "models:\n  yes: {engine: baseline, strategy: oracle}\n",
+     [("models.True", "(got True)")]),
+    ("models_list_as_key", "models", "models:\n  ? [a, b]\n  : {engine: baseline, strategy: oracle}\n",
+     [("line 2", "a key must be a name or a number")]),
+    ("judges_list_as_key", "models", GOOD_MODELS + "judges:\n  ? [wenmind]\n  : {model: oracle}\n",
+     [("line 4", "a key must be a name or a number")]),
     ("sampling_not_mapping", "models", _models("    engine: baseline\n    strategy: oracle\n    sampling: 0.5\n"),
      ["models.m.sampling"]),
     ("temperature_not_number", "models",
@@ -61,21 +153,57 @@ CASES = [
     ("settings_unknown_setting", "models",
      _models("    engine: baseline\n    strategy: oracle\n    settings: {aceval: [ten_shot]}\n"),
      ["models.m.settings.aceval"]),
+    ("settings_not_list", "models",
+     _models("    engine: baseline\n    strategy: oracle\n    settings: {aceval: zero_shot_ao}\n"),
+     [("models.m.settings.aceval", "'zero_shot_ao'")]),
     ("engine_unknown", "models", _models("    engine: tgi\n"), ["models.m.engine"]),
+    # -- models.yaml: engine parameters, each against its engine's declared type and rules
     ("baseline_unknown_param", "models", _models("    engine: baseline\n    strategy: oracle\n    temprature: 1\n"),
      ["models.m"]),
     ("baseline_bad_strategy", "models", _models("    engine: baseline\n    strategy: clever\n"), ["models.m"]),
-    ("openai_unknown_param", "models",
-     _models("    engine: openai\n    model: x\n    base_url: http://127.0.0.1:9/v1\n    concurency: 4\n"),
-     ["models.m"]),
+    ("baseline_seed_string", "models", _models("    engine: baseline\n    strategy: random\n    seed: '3'\n"),
+     [("models.m.seed", "expected a whole number (got '3')")]),
+    ("openai_unknown_param", "models", _models(OPENAI + "    concurency: 4\n"), ["models.m"]),
     ("openai_missing_model", "models", _models("    engine: openai\n    base_url: http://127.0.0.1:9/v1\n"),
      ["models.m"]),
-    ("openai_bad_concurrency", "models", _models("    engine: openai\n    model: x\n    concurrency: 0\n"),
-     ["models.m"]),
+    ("openai_bad_concurrency", "models", _models(OPENAI + "    concurrency: 0\n"),
+     [("models.m.concurrency", ">= 1 (got 0)")]),
+    ("openai_concurrency_float", "models", _models(OPENAI + "    concurrency: 2.5\n"),
+     [("models.m.concurrency", "a whole number")]),
+    ("openai_timeout_negative", "models", _models(OPENAI + "    timeout_s: -1\n"),
+     [("models.m.timeout_s", "> 0", "(got -1)")]),
+    ("openai_timeout_word", "models", _models(OPENAI + "    timeout_s: fast\n"),
+     [("models.m.timeout_s", "a number", "(got 'fast')")]),
+    ("openai_timeout_infinite", "models", _models(OPENAI + "    timeout_s: .inf\n"),
+     [("models.m.timeout_s", "(got inf)")]),
+    ("openai_max_retries_huge", "models", _models(OPENAI + "    max_retries: 1000000000\n"),
+     [("models.m.max_retries", "from 0 to 20", "(got 1000000000)")]),
+    ("openai_max_retries_negative", "models", _models(OPENAI + "    max_retries: -1\n"),
+     [("models.m.max_retries", "from 0 to 20")]),
+    ("openai_chat_maybe", "models", _models(OPENAI + "    chat: maybe\n"),
+     [("models.m.chat", "expected true or false (got 'maybe')")]),
+    ("openai_model_empty", "models", _models(OPENAI.replace("model: x", "model: ''")),
+     [("models.m.model", "not empty")]),
+    ("openai_model_number", "models", _models(OPENAI.replace("model: x", "model: 7")),
+     [("models.m.model", "expected a string", "(got 7)")]),
+    ("openai_base_url_no_scheme", "models", _models(OPENAI.replace("http://127.0.0.1:9/v1", "localhost:8000")),
+     [("models.m.base_url", "http://", "(got 'localhost:8000')")]),
+    ("openai_base_url_number", "models", _models(OPENAI.replace("http://127.0.0.1:9/v1", "8000")),
+     [("models.m.base_url", "(got 8000)")]),
+    ("openai_seed_float", "models", _models(OPENAI + "    seed: 1.5\n"), [("models.m.seed", "(got 1.5)")]),
+    ("openai_extra_body_list", "models", _models(OPENAI + "    extra_body: [1]\n"),
+     [("models.m.extra_body", "a mapping")]),
+    ("openai_api_key_env_not_a_name", "models", _models(OPENAI.replace("api_key_env: null", "api_key_env: 'my key'")),
+     [("models.m.api_key_env", "(got 'my key')")]),
+    ("openai_api_key_unset", "models", _models(OPENAI.replace("api_key_env: null", f"api_key_env: {UNSET_KEY}")),
+     [("models.m.api_key_env", UNSET_KEY, "is not set")]),
+    ("openai_default_api_key_unset", "models", _models(OPENAI.replace("    api_key_env: null\n", "")),
+     [("models.m.api_key_env", "OPENAI_API_KEY (the default) is not set")]),
+    ("openai_revision_list", "models", _models(OPENAI + "    revision: [r1, r2]\n"), ["models.m.revision"]),
+    ("openai_every_bad_key", "models", _models(OPENAI + "    timeout_s: -1\n    chat: maybe\n    max_retries: 99\n"),
+     ["models.m.timeout_s", "models.m.chat", "models.m.max_retries"]),
     ("vllm_unknown_param", "models", _models("    engine: vllm\n    model: x\n    gpu_memory_utilisation: 0.5\n"),
      ["models.m"]),
-    ("openai_revision_list", "models",
-     _models("    engine: openai\n    model: x\n    revision: [r1, r2]\n"), ["models.m.revision"]),
     ("vllm_tensor_parallel_zero", "models", _models("    engine: vllm\n    model: x\n    tensor_parallel_size: 0\n"),
      ["models.m.tensor_parallel_size"]),
     ("vllm_parallel_sizes_not_ints", "models",
@@ -83,14 +211,45 @@ CASES = [
      ["models.m.pipeline_parallel_size", "models.m.data_parallel_size"]),
     ("vllm_data_parallel_offline", "models", _models("    engine: vllm\n    model: x\n    data_parallel_size: 2\n"),
      ["models.m"]),
+    ("vllm_max_model_len_zero", "models", _models("    engine: vllm\n    model: x\n    max_model_len: 0\n"),
+     [("models.m.max_model_len", ">= 1")]),
+    ("vllm_chat_template_number", "models", _models("    engine: vllm\n    model: x\n    chat_template: 3\n"),
+     [("models.m.chat_template", "(got 3)")]),
     ("judge_unknown_model", "models", GOOD_MODELS + "judges:\n  wenmind: {model: nobody}\n",
      ["judges.wenmind.model"]),
+    ("judge_baseline_model", "models", GOOD_MODELS + "judges:\n  wenmind: {model: oracle}\n",
+     [("judges.wenmind.model", "baseline")]),
+    ("judge_unknown_key", "models", GOOD_MODELS + "judges:\n  wenmind: {model: oracle, tempreature: 0}\n",
+     ["judges.wenmind.tempreature", "judges.wenmind.model"]),
     ("judge_unknown_benchmark", "models", GOOD_MODELS + "judges:\n  nosuch: {model: oracle}\n", ["judges.nosuch"]),
     ("models_unknown_top", "models", GOOD_MODELS + "judge:\n  wenmind: {model: oracle}\n", ["judge"]),
+    # -- the command line
+    ("select_no_asset", "args", ["--select", "key:nosuch_asset"], [("--select 'key:nosuch_asset'", "matches no asset")]),
+    ("select_unknown_key", "args", ["--select", "nosuch"], [("--select 'nosuch'", "nosuch")]),
+    ("select_bad_syntax", "args", ["--select", "+++"], [("--select '+++'", "Invalid selection")]),
+    ("select_empty_group", "args", ["--select", "group:nosuch"], [("--select 'group:nosuch'", "matches no asset")]),
+    ("benchmark_unknown", "args", ["--benchmark", "nosuch"], [("unknown benchmark 'nosuch'", "known: wenmind")]),
+    ("benchmark_not_configured", "args", ["--benchmark", "aceval"], [("benchmark aceval is not configured",)]),
+    ("model_unknown", "args", ["--model", "nobody"], [("unknown models ['nobody']", "configured: oracle")]),
+    ("limit_zero", "args", ["--limit", "0"], [("--limit", "expected a positive whole number, got '0'")]),
 ]
 
 
-def _run(tmp_path: Path, monkeypatch, sources: str | bytes, models: str | bytes) -> tuple[int, str, str]:
+@pytest.fixture
+def isolated(tmp_path, monkeypatch) -> Path:
+    """A run that is not refused writes its lake, warehouse, cache and history here, never into
+    the project's own; the unset API key stays unset."""
+    for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"), ("WENHENG_CACHE", "cache"),
+                      ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CORRECTIONS", "corrections"),
+                      ("WENHENG_CORPORA", "corpora.yaml"), ("WENHENG_REPORTS", "reports")]:
+        monkeypatch.setenv(name, str(tmp_path / sub))
+    for name in (UNSET_KEY, "OPENAI_API_KEY", "WENHENG_LIMIT"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def _run(tmp_path: Path, monkeypatch, sources: str | bytes, models: str | bytes,
+         args: list[str] = ()) -> tuple[int, str, str]:
     files = {}
     for name, text in (("sources", sources), ("models", models)):
         files[name] = tmp_path / f"{name}.yaml"
@@ -101,28 +260,46 @@ def _run(tmp_path: Path, monkeypatch, sources: str | bytes, models: str | bytes)
     monkeypatch.setenv("WENHENG_MODELS", str(files["models"]))
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(["run", "--sources", str(files["sources"]), "--models", str(files["models"])])
+        try:
+            code = cli.main(["run", "--no-report", "--sources", str(files["sources"]), "--models",
+                             str(files["models"]), *args])
+        except SystemExit as exc:   # argparse's own errors (--limit 0)
+            code = exc.code
     return code, out.getvalue(), err.getvalue()
 
 
+def case_files(broken: str, text) -> tuple[str | bytes, str | bytes, list[str]]:
+    """(sources text, models text, extra arguments) of a corpus case."""
+    if broken == "args":
+        return GOOD_SOURCES, GOOD_MODELS, list(text)
+    return (text, GOOD_MODELS, []) if broken == "sources" else (GOOD_SOURCES, text, [])
+
+
+def test_the_corpus_is_large_and_names_every_case_once():
+    assert len(CASES) >= 60
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
 @pytest.mark.parametrize(("case", "broken", "text", "keys"), CASES, ids=[c[0] for c in CASES])
-def test_broken_config_stops_the_run_with_one_line_per_problem(tmp_path, monkeypatch, case, broken, text, keys):
-    sources, models = (text, GOOD_MODELS) if broken == "sources" else (GOOD_SOURCES, text)
-    code, out, err = _run(tmp_path, monkeypatch, sources, models)
+def test_broken_config_stops_the_run_with_one_line_per_problem(isolated, monkeypatch, case, broken, text, keys):
+    sources, models, args = case_files(broken, text)
+    code, out, err = _run(isolated, monkeypatch, sources, models, args)
     lines = err.strip().splitlines()
     assert code == 2, (case, out, err)
     assert "Traceback" not in out + err
     assert "prepare" not in out  # no stage started
     assert len(lines) == len(keys), lines
-    path = str(tmp_path / f"{broken}.yaml")
+    path = str(isolated / f"{broken}.yaml")
     for line, key in zip(lines, keys, strict=True):
-        assert path in line and key in line, line
+        fragments = (key,) if isinstance(key, str) else key
+        assert broken == "args" or path in line, line
+        assert all(fragment in line for fragment in fragments), (fragments, line)
 
 
-def test_every_problem_of_both_files_is_reported(tmp_path, monkeypatch):
+def test_every_problem_of_both_files_is_reported(isolated, monkeypatch):
     models = _models("    engine: baseline\n    strategy: oracle\n    variants: [latin]\n"
                      "    sampling: {temperature: hot}\n")
-    code, _, err = _run(tmp_path, monkeypatch, "benchmarks:\n  - wenmind\n", models)
+    code, _, err = _run(isolated, monkeypatch, "benchmarks:\n  - wenmind\n", models)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 3, lines
     assert "sources.yaml: benchmarks" in lines[0]

@@ -4,13 +4,14 @@ to the engine, whose identity (the response cache key) they enter."""
 from __future__ import annotations
 
 import pytest
-from conftest import write_yaml
+from conftest import ROOT, write_yaml
 
-from pipeline.config import ConfigError, load_models
+from pipeline.config import ConfigError, load_config, load_models
 from pipeline.engines.registry import build_engine
 
 OPENAI = "    engine: openai\n    base_url: http://127.0.0.1:9/v1\n    model: served-qwen\n    api_key_env: null\n"
 VLLM = "    engine: vllm\n    model: /models/qwen\n"
+WENMIND = ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json"
 
 
 def _load(tmp_path, entry: str):
@@ -65,3 +66,46 @@ def test_unknown_keys_are_still_refused(tmp_path):
         _load(tmp_path, OPENAI + "    revison: r2\n")
     with pytest.raises(ConfigError, match=r"unknown baseline engine parameters \['revision'\]"):
         _load(tmp_path, "    engine: baseline\n    strategy: oracle\n    revision: r2\n")
+
+
+def test_good_engine_parameters_pass_their_declared_types(tmp_path):
+    spec = _load(tmp_path, OPENAI + "    timeout_s: 30\n    max_retries: 20\n    concurrency: 64\n    chat: false\n"
+                                    "    seed: 1\n    extra_body: {top_k: 1}\n")
+    engine = build_engine(spec)
+    assert (engine.timeout_s, engine.max_retries, engine.concurrency, engine.chat) == (30, 20, 64, False)
+    assert build_engine(_load(tmp_path, VLLM + "    chat_template: false\n    max_model_len: 4096\n")).max_model_len == 4096
+
+
+@pytest.mark.parametrize("entry, line", [
+    ("    timeout_s: 0\n", "models.m.timeout_s: expected a number > 0 and <= 86400 (a day) (got 0)"),
+    ("    timeout_s: 86401\n", "models.m.timeout_s: expected a number > 0 and <= 86400 (a day) (got 86401)"),
+    ("    timeout_s: true\n", "models.m.timeout_s: expected a number > 0 and <= 86400 (a day) (got True)"),
+    ("    max_retries: 21\n", "models.m.max_retries: expected a whole number from 0 to 20 (got 21)"),
+    ("    concurrency: '8'\n", "models.m.concurrency: expected a whole number >= 1 (got '8')"),
+    ("    chat: 1\n", "models.m.chat: expected true or false (got 1)"),
+    ("    seed: .nan\n", "models.m.seed: expected a whole number or null (got nan)"),
+])
+def test_a_value_outside_its_type_or_range_is_one_line(tmp_path, entry, line):
+    with pytest.raises(ConfigError) as raised:
+        _load(tmp_path, OPENAI + entry)
+    (only,) = str(raised.value).splitlines()
+    assert only.endswith(line), only
+
+
+def test_an_unset_api_key_is_checked_for_the_models_and_judges_to_be_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("WENHENG_TEST_UNSET_KEY", raising=False)
+    sources = write_yaml(tmp_path / "sources.yaml", f"benchmarks:\n  wenmind: {{path: '{WENMIND}', version: s}}\n")
+    keyed = OPENAI.replace("api_key_env: null", "api_key_env: WENHENG_TEST_UNSET_KEY")
+    models = write_yaml(tmp_path / "models.yaml", f"models:\n  oracle: {{engine: baseline, strategy: oracle}}\n"
+                                                  f"  m:\n{keyed}")
+    with pytest.raises(ConfigError) as raised:
+        load_config(sources, models)                           # every model is to be run
+    (line,) = str(raised.value).splitlines()
+    assert "models.m.api_key_env: environment variable WENHENG_TEST_UNSET_KEY is not set" in line
+    assert load_config(sources, models, run_models=["oracle"])[1].keys() == {"oracle", "m"}   # m is not run
+    judged = write_yaml(tmp_path / "judged.yaml", models.read_text(encoding="utf-8") + "judges:\n  wenmind: {model: m}\n")
+    with pytest.raises(ConfigError, match="WENHENG_TEST_UNSET_KEY is not set"):
+        load_config(sources, judged, run_models=["oracle"])   # m judges wenmind, which is run
+    assert load_config(sources, judged, run_models=["oracle"], run_benchmarks=["aceval"])
+    monkeypatch.setenv("WENHENG_TEST_UNSET_KEY", "k")
+    assert load_config(sources, judged)

@@ -6,10 +6,11 @@ Test answers are withheld by AC-EVAL; `submission` writes predictions for the te
 JSON shape its organisers score.
 
 A subject's level is its `task_group`, which decides how the average is taken (the mean of the
-three levels), so it is never guessed: when subject_mapping.json is broken (not UTF-8, not JSON,
-not an object), lacks the subject or gives it no valid level, the subject's rows are quarantined
-with the reason. Without any subject_mapping.json, AC-EVAL's own 13 subjects take their published
-levels (`SUBJECT_LEVELS`) and other subjects' rows are quarantined."""
+three levels), so it is never guessed: a subject_mapping.json that is broken (not UTF-8, not
+JSON, not an object) is the source's error (`SourceError`: one line, no rows), and one that lacks
+a subject or gives it no valid level quarantines that subject's rows with the reason. Without any
+subject_mapping.json, AC-EVAL's own 13 subjects take their published levels (`SUBJECT_LEVELS`)
+and other subjects' rows are quarantined."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ import io
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.config import SourceSpec
 from pipeline.sources.reading import (
     FileUnreadable,
     ParseResult,
     Row,
+    SourceError,
     display_path,
     guarded_file,
     guarded_row,
@@ -33,6 +34,9 @@ from pipeline.sources.reading import (
     provenance,
     read_text,
 )
+
+if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
+    from pipeline.config import SourceSpec
 
 LICENSE = "CC BY-NC-SA 4.0"
 OPTION_COLUMNS = ("A", "B", "C", "D")
@@ -49,47 +53,60 @@ LEVELS = ("General Historical Knowledge", "Short Text Understanding", "Long Text
 SUBJECT_LEVELS = {subject: LEVELS[0] for subject in SUBJECTS[:5]} | {
     subject: LEVELS[1] for subject in SUBJECTS[5:10]} | {subject: LEVELS[2] for subject in SUBJECTS[10:]}
 MAPPING_FILE = "subject_mapping.json"
+SPLITS = ("dev", "test")   # <dir>/<split>/<subject>.csv
 
 
 def parse(spec: SourceSpec) -> ParseResult:
     result = ParseResult()
     root = spec.path
-    mapping, broken = _load_mapping(root / MAPPING_FILE)
-    for split in ("dev", "test"):
+    mapping = load_mapping(root)
+    for split in SPLITS:
         if not spec.includes_split(split):
             continue
         for path in sorted((root / split).glob("*.csv")):
             shown = display_path(path, root)
-            subject = subject_info(path.stem, mapping, broken)
+            subject = subject_info(path.stem, mapping)
             guarded_file(result, "aceval", shown, lambda own, split=split, path=path, shown=shown, subject=subject:
                          _parse_file(spec, split, path, shown, subject, own))
     return result
 
 
-def _load_mapping(path) -> tuple[dict | None, str | None]:
-    """(subject -> entry, None); (None, None) when there is no mapping file; (None, the problem)
-    when there is one that cannot be read as an object of subjects."""
+def present_splits(root) -> set[str]:
+    """The splits whose folder holds at least one subject's CSV file (the source layout check)."""
+    return {split for split in SPLITS if any((root / split).glob("*.csv"))}
+
+
+def load_mapping(root) -> dict | None:
+    """`root/subject_mapping.json`: subject -> entry, or None when there is none. One that cannot
+    be read as an object of subjects raises SourceError: every level would be unknown."""
+    path = root / MAPPING_FILE
     if not path.exists():
-        return None, None
+        return None
     try:
         loaded = parse_json(read_text(path))
-    except UnicodeDecodeError:
-        return None, f"{MAPPING_FILE} is not UTF-8 text"
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path} is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
     except (ValueError, RecursionError) as exc:
-        return None, f"{MAPPING_FILE} is not valid JSON ({type(exc).__name__}: {exc})"
+        raise SourceError(f"{path} is not valid JSON ({type(exc).__name__}: {exc}); expected an object "
+                          "subject -> {Chinese, English, Supercategory}") from None
     except OSError as exc:
-        return None, f"{MAPPING_FILE} cannot be read ({exc})"
+        raise SourceError(f"{path} cannot be read ({exc.strerror or exc})") from None
     if not isinstance(loaded, dict):
-        return None, f"{MAPPING_FILE} is {json_type(loaded)}, not an object of subjects"
-    return loaded, None
+        raise SourceError(f"{path} is {json_type(loaded)}; expected an object subject -> "
+                          "{Chinese, English, Supercategory}")
+    return loaded
 
 
-def subject_info(subject: str, mapping: dict | None, broken: str | None) -> dict[str, Any] | str:
+def check_mapping(root) -> None:
+    """Raises SourceError when `root`'s subject_mapping.json is broken (the source layout check)."""
+    if root.is_dir():
+        load_mapping(root)
+
+
+def subject_info(subject: str, mapping: dict | None) -> dict[str, Any] | str:
     """The subject's level and names ({"level", "Chinese", "English"}), or why its rows cannot be
     given a level (the reason they are quarantined with)."""
     unknown = "so the level (task_group) of its rows is unknown"
-    if broken:
-        return f"{broken}, {unknown}"
     if mapping is None:
         if subject not in SUBJECT_LEVELS:
             return f"no {MAPPING_FILE} and {subject!r} is not one of AC-EVAL's 13 subjects, {unknown}"
@@ -133,14 +150,7 @@ def submission(predictions: Mapping[str, str | None] | Iterable[tuple[str, str |
 
 
 def _parse_file(spec, split, path, shown, subject: dict[str, Any] | str, result: ParseResult) -> None:
-    limit = csv.field_size_limit()
-    csv.field_size_limit(sys.maxsize)   # an over-long field is one bad row (text_problem), not a bad file
-    try:
-        rows = list(csv.reader(io.StringIO(read_text(path), newline="")))
-    except csv.Error as exc:
-        raise FileUnreadable(f"unreadable CSV: {exc}") from None
-    finally:
-        csv.field_size_limit(limit)
+    rows, lines = _csv_rows(path)
     if not rows:
         return
     header, body = rows[0], rows[1:]
@@ -157,16 +167,49 @@ def _parse_file(spec, split, path, shown, subject: dict[str, Any] | str, result:
     for n, row in enumerate(body):
         result.raw_counts[shown] += 1
         item = guarded_row(result, "aceval", shown, f"row {n}", row,
-                           lambda row=row, n=n: _row(spec, split, path.stem, shown, n, row, header, col, seen, subject),
+                           lambda row=row, n=n: _row(spec, split, path.stem, shown, n, row, header, col, seen, subject,
+                                                     lines[n + 1]),
                            fields=dict(zip(names, row)) if len(row) == len(header) else row)
         if item is not None:
             seen.add(item["item_id"].rsplit("/", 1)[1])
             result.items.append(item)
 
 
-def _row(spec, split, name, shown, n, row, header, col, seen, subject: dict[str, Any] | str) -> Row:
+def _csv_rows(path) -> tuple[list[list[str]], list[tuple[int, int]]]:
+    """The file's CSV rows, and the first and last line (1-based) of each: a quoted field may
+    span lines, so a row's lines are where the reader found it, not its index."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(sys.maxsize)   # an over-long field is one bad row (text_problem), not a bad file
+    rows, lines = [], []
+    try:
+        reader = csv.reader(io.StringIO(read_text(path), newline=""))
+        for row in reader:
+            lines.append((lines[-1][1] + 1 if lines else 1, reader.line_num))
+            rows.append(row)
+    except csv.Error as exc:
+        raise FileUnreadable(f"unreadable CSV at line {reader.line_num}: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
+    return rows, lines
+
+
+def _field_count(row: list[str], header: list[str], lines: tuple[int, int]) -> str:
+    """Why a row has the wrong number of fields. A quote that is not closed where it should be
+    runs on over the next lines, which the row then swallows: named by the line it opened on."""
+    counted = f"{len(row)} fields, header has {len(header)}"
+    first, last = lines
+    if last == first:
+        return counted
+    column = next((i for i, field in enumerate(row) if "\n" in field), 0)
+    swallowed = f"line {last} was" if last == first + 1 else f"lines {first + 1}-{last} were"
+    return (f"unterminated quote: the quote opened on line {first} (field {column + 1}) runs on to line {last}, "
+            f"so {swallowed} read into this row ({counted})")
+
+
+def _row(spec, split, name, shown, n, row, header, col, seen, subject: dict[str, Any] | str,
+         lines: tuple[int, int]) -> Row:
     if len(row) != len(header):
-        return None, f"{len(row)} fields, header has {len(header)}"
+        return None, _field_count(row, header, lines)
     key = row[0].strip() if header[0] == "" else str(n)
     if not key.isdigit():
         return None, f"index {key!r} is not a row number"

@@ -155,7 +155,7 @@ def test_unsafe_archive_members_are_refused(tmp_path, cache):
     ("path: x\n    url: http://127.0.0.1/x", "either a 'path' or a 'url'"),
     ("version: v1", "either a 'path' or a 'url'"),
     ("path: x\n    checksum: abc", "unknown keys"),
-    ("path: x\n    splits: dev", "'splits' must be a list"),
+    ("path: x\n    splits: dev", "splits: expected a list of split names"),
 ])
 def test_sources_yaml_validation(tmp_path, entry, message):
     with pytest.raises(ConfigError, match=message):

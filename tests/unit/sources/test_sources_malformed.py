@@ -12,6 +12,7 @@ import pytest
 from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
 from pipeline.sources.ingest import parse_source
+from pipeline.sources.reading import SourceError
 
 
 def place(item) -> str:
@@ -237,18 +238,24 @@ def test_out_of_range_labels(tmp_path):
 
 # --- missing paths, empty layouts, adapter failures ----------------------------------------------------
 
-def test_missing_path_is_one_clear_quarantine_row(tmp_path):
-    result = _parse("wyweb", tmp_path / "nowhere")
-    (row,) = result.quarantine
-    assert row["source_locator"] == "path" and row["reason"].startswith("source path does not exist")
-    assert not result.items
+def test_a_missing_path_is_the_sources_error_not_a_row(tmp_path):
+    with pytest.raises(SourceError, match=r"^wyweb: path: .*nowhere does not exist; expected a folder of "):
+        parse_source(SourceSpec("wyweb", tmp_path / "nowhere", "v"))
 
 
 def test_a_folder_without_the_layout_says_so(tmp_path):
     _write(tmp_path / "notes.txt", "nothing here")
     for benchmark in ("wenmind", "aceval", "wyweb", "fuxi", "cpdue"):
-        (row,) = _parse(benchmark, tmp_path).quarantine
-        assert row["reason"].startswith(f"no {benchmark} files in the expected layout")
+        with pytest.raises(SourceError, match=f"holds no {benchmark} file; expected "):
+            parse_source(SourceSpec(benchmark, tmp_path, "v"))
+        assert parse_source(SourceSpec(benchmark, tmp_path, "v", allow_empty=True)).raw_counts == {}
+
+
+def test_a_source_without_rows_fails_unless_it_may_be_empty(tmp_path):
+    _write(tmp_path / "test.jsonl", "")
+    with pytest.raises(SourceError, match="yields no rows .* set allow_empty: true"):
+        parse_source(SourceSpec("fuxi", tmp_path, "v"))
+    assert not parse_source(SourceSpec("fuxi", tmp_path, "v", allow_empty=True)).rows()
 
 
 def test_a_reader_failure_is_contained_to_its_row(tmp_path, monkeypatch):
