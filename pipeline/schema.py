@@ -203,6 +203,7 @@ JUDGEMENTS = pa.schema([
     ("attempts", pa.int64()),       # judge calls made for it (retries of unreadable verdicts included)
     ("cache_key", _str),            # the last attempt's key in the response cache
     ("verdict", _str),              # the last attempt's text as the judge wrote it
+    ("messages", _str),             # JSON: the last attempt's prompt as sent to the judge
     ("score", pa.float64()),        # 0..1; null with `reason`
     ("p_all", pa.float64()),        # scoring points: in the reference
     ("p_obtain", pa.float64()),     # ... and obtained (clamped to p_all)

@@ -12,7 +12,7 @@ cached (the response cache never stores errors): the next run sends them again."
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -133,7 +133,7 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
             if done.error:
                 stats.errors += 1
                 rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
-                                 f"judge error: {redact(done.error)}", failures=p.failures))
+                                 f"judge error: {redact(done.error)}", failures=p.failures, messages=req.messages))
                 continue
             try:
                 verdict = parse(p.judged.score_type, done.text)
@@ -144,11 +144,12 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
                 else:
                     stats.unparseable += 1
                     rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
-                                     f"unparseable verdict after {attempt} attempts: {exc}", failures=p.failures))
+                                     f"unparseable verdict after {attempt} attempts: {exc}", failures=p.failures,
+                                     messages=req.messages))
                 continue
             stats.judged += 1
             rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text, None,
-                             verdict, p.failures))
+                             verdict, p.failures, messages=req.messages))
         pending = still
     order = {tuple(r[k] for k in RESPONSE_KEYS): n for n, r in enumerate(responses)}
     rows.sort(key=lambda r: order.get(tuple(r[k] for k in RESPONSE_KEYS), len(order)))
@@ -162,7 +163,7 @@ def _base(spec: JudgeSpec, prompts: PromptSet, identity: Mapping[str, Any]) -> d
 
 def _row(head: Mapping[str, Any], score_type: str, judged: Judged | None, attempts: int, key: str | None,
          text: str | None, reason: str | None, verdict: Verdict | None = None,
-         failures: list[dict[str, str]] = ()) -> dict[str, Any]:
+         failures: list[dict[str, str]] = (), messages: Sequence[Mapping[str, str]] | None = None) -> dict[str, Any]:
     row = {k: v for k, v in head.items() if not k.startswith("_")}
     details: dict[str, Any] = {"judge": head["_identity"]}
     if verdict is not None:
@@ -176,6 +177,7 @@ def _row(head: Mapping[str, Any], score_type: str, judged: Judged | None, attemp
         "cache_key": key, "verdict": text, "score": verdict.score if verdict else None,
         "p_all": verdict.p_all if verdict else None, "p_obtain": verdict.p_obtain if verdict else None,
         "extracted": verdict.extracted() if verdict else None, "reason": reason, "details": details,
+        "messages": [dict(m) for m in messages] if messages is not None else None,
         "created_at": datetime.now(UTC),
     }
 

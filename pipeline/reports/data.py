@@ -50,7 +50,8 @@ WITH rule AS (SELECT * FROM scores WHERE coalesce(kind, 'rule') = 'rule'),
      judge AS (SELECT * FROM scores WHERE kind = 'judge'),
      verdicts AS (   -- the latest verdict of a response and judge: never a sample twice
        SELECT item_id, variant, setting, model, judge_model,
-              arg_max(verdict, coalesce(created_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')) AS verdict
+              arg_max(verdict, coalesce(created_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')) AS verdict,
+              arg_max(messages, coalesce(created_at, TIMESTAMPTZ '1970-01-01 00:00:00+00')) AS judge_messages
        FROM judgements GROUP BY ALL),
      picked AS (
        SELECT r.*, row_number() OVER (PARTITION BY r.benchmark, r.model, r.setting, r.variant
@@ -63,7 +64,7 @@ SELECT p.item_id, p.benchmark, i.split, i.task, p.model, p.setting, p.variant,
        i.answer, i."references", i.choices,
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason,
-       ju.judge_model, jv.verdict AS judge_verdict, p.rank_in_run
+       ju.judge_model, jv.verdict AS judge_verdict, jv.judge_messages, p.rank_in_run
 FROM picked p
 JOIN items i USING (item_id)
 LEFT JOIN prompts pr ON pr.item_id = p.item_id AND pr.variant = p.variant AND pr.setting = p.setting
@@ -83,7 +84,7 @@ SELECT r.item_id, i.split, i.task, r.model, r.setting, r.variant, pr.messages AS
        r.error, r.finish_reason, i.answer, i."references", i.choices,
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason, ju.judge_model,
-       ju.scorer AS judge_scorer, jv.verdict AS judge_verdict,
+       ju.scorer AS judge_scorer, jv.verdict AS judge_verdict, jv.messages AS judge_messages,
        r.tokens_in, r.tokens_out, r.latency_s, r.max_tokens
 FROM responses r
 JOIN items i USING (item_id)
@@ -121,7 +122,7 @@ def write_samples_jsonl(con: duckdb.DuckDBPyConnection, benchmark: str, path, mo
                         "judge": None if r["judge_model"] is None else {
                             "model": r["judge_model"], "scorer": r["judge_scorer"], "score": _none(r["judge_score"]),
                             "extracted": r["judge_extracted"], "reason": r["judge_reason"],
-                            "verdict": r["judge_verdict"]},
+                            "verdict": r["judge_verdict"], "prompt": _prompt_messages(r["judge_messages"])},
                         "status": status(r["rule_score"], r["judge_score"]),
                         "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"],
                         "latency_s": _none(r["latency_s"]), "max_tokens": r["max_tokens"]}
@@ -208,7 +209,9 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
         gold = _clip(_gold(r.answer, r.references, r.choices)) or ""
         response = _clip(r.response)
         verdict = _clip(r.judge_verdict, MAX_VERDICT)
+        judge_prompt = _clip(_prompt_text(r.judge_messages)) if r.judge_messages else None
         size += 300 + 3 * (len(response or "") + len(verdict or "")
+                           + (len(judge_prompt) if judge_prompt and judge_prompt not in prompt_index else 0)
                            + (len(prompt) if prompt not in prompt_index else 0)
                            + (len(gold) if gold not in gold_index else 0))   # UTF-8: up to 3 bytes a character
         if out and size > max_bytes:
@@ -224,7 +227,9 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
                 "scorer": r.rule_scorer},
             "judge": None if r.judge_model is None and r.judge_score is None else {
                 "score": r.judge_score, "extracted": _clip(r.judge_extracted, 1000),
-                "reason": _clip(r.judge_reason, 2000), "verdict": verdict, "model": r.judge_model},
+                "reason": _clip(r.judge_reason, 2000), "verdict": verdict, "model": r.judge_model,
+                # the judge's prompt, stored once among the prompts (index), None before judgements kept it
+                "p": None if judge_prompt is None else prompt_index.setdefault(judge_prompt, len(prompt_index))},
             "status": status(r.rule_score, r.judge_score),
         })
     out.sort(key=lambda x: (x["benchmark"], x["task"] or "", x["id"], x["model"], x["setting"], x["variant"]))

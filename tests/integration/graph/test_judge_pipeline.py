@@ -198,3 +198,15 @@ def test_rows_say_who_judged_them_and_a_demo_judge_is_not_comparable(judged_run,
             WHERE benchmark = 'wenmind' AND table_name = 'overall' ORDER BY model""").fetchall()
     assert [(m, c, s) for m, c, s, _ in marked] == [(m, False, s) for m, _, _, s, _ in rows]
     assert all("bundled demo judge" in note for *_, note in marked)
+
+
+def test_each_judgement_keeps_the_prompt_the_judge_was_sent(judged_run):
+    """The sample browser and samples_<benchmark>.jsonl show the judge's prompt: judgements keep it."""
+    _, con, _, _ = judged_run
+    rows = con.execute("""SELECT j.messages, r.text FROM judgements j JOIN responses r USING (item_id, variant,
+        setting, model) WHERE j.benchmark = 'wenmind' AND j.attempts > 0""").fetchall()
+    assert rows
+    for messages, response in rows:
+        sent = json.loads(messages)
+        assert isinstance(sent, list) and all({"role", "content"} <= set(m) for m in sent)
+        assert response.strip()[:20] in "".join(m["content"] for m in sent)   # the answer being judged

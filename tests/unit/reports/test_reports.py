@@ -455,10 +455,11 @@ def test_samples_show_the_judges_verdict(warehouse, tmp_path):
                 'two of three points', 'A', 'some-judge', '{}'
             FROM scores WHERE model = 'oracle' AND item_id = ?""", [item])
         con.execute("""INSERT INTO judgements (item_id, benchmark, variant, setting, model, judge_model, prompt_set,
-                prompt_version, score_type, prompt_id, attempts, verdict, score, extracted, reason)
+                prompt_version, score_type, prompt_id, attempts, verdict, score, extracted, reason, messages)
             SELECT item_id, benchmark, variant, setting, model, 'some-judge', 'wenheng', '1', 'binary', 'x', 1, ?,
-                2 / 3, 'A', 'two of three points'
-            FROM scores WHERE model = 'oracle' AND item_id = ? AND kind = 'rule'""", [verdict, item])
+                2 / 3, 'A', 'two of three points', ?
+            FROM scores WHERE model = 'oracle' AND item_id = ? AND kind = 'rule'""",
+                    [verdict, json.dumps([{"role": "user", "content": "请评判：考生答案 A"}], ensure_ascii=False), item])
     write_reports(db, tmp_path / "out")
     page = (tmp_path / "out" / "samples.html").read_text(encoding="utf-8")
     data = embedded(page)
@@ -467,6 +468,11 @@ def test_samples_show_the_judges_verdict(warehouse, tmp_path):
     others = [s for s in data["samples"] if s["judge"] and s is not sample]
     assert all(s["judge"]["verdict"] is None for s in others)
     assert "judge's verdict" in page and "<b>选项</b>" not in page   # shown as text, by the page's script
+    # the judge's prompt, stored once among the prompts, behind "the judge's prompt"
+    assert "请评判：考生答案 A" in data["prompts"][sample["judge"]["p"]] and "the judge's prompt" in page
+    line = next(json.loads(x) for x in (tmp_path / "out" / "samples_aceval.jsonl").read_text(encoding="utf-8")
+                .splitlines() if f'"item_id": "{item}"' in x and '"model": "oracle"' in x)
+    assert line["judge"]["prompt"] == [{"role": "user", "content": "请评判：考生答案 A"}]
 
 
 def test_chance_levels_show_beside_the_scores(report):
