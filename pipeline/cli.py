@@ -268,21 +268,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_selection(selection: str) -> None:
-    """`--select` must name at least one asset: a selection that matches none (a mistyped key)
-    would run nothing and exit 0."""
-    import dagster as dg
+    """`--select` must name at least one asset (pipeline.runner.check_selection)."""
+    from pipeline.runner import check_selection
 
-    from pipeline.definitions import defs
-
-    graph = defs.resolve_asset_graph()
     try:
-        chosen = dg.AssetSelection.from_string(selection).resolve(graph)
-    except Exception as exc:  # noqa: BLE001 - Dagster's parse and lookup errors, each one line here
-        raise UserError(f"--select {selection!r}: {str(exc).splitlines()[0]}") from None
-    if not chosen:
-        known = sorted(key.to_user_string() for key in graph.get_all_asset_keys())
-        raise UserError(f"--select {selection!r} matches no asset; expected e.g. 'key:items+' or "
-                        f"'group:sources' (assets: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})")
+        check_selection(selection)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 def partition_rows(materializations: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -294,3 +294,21 @@ def _alive(pid: int) -> bool:
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
           "output_tokens_per_s", "scored", "item_mean_rule_score", "pairs", "judged", "judge_calls_sent", "unparseable",
           "files scanned", "files reused", "files quarantined", "MB", "contaminated", "too short"}
+
+
+def check_selection(selection: str) -> None:
+    """`--select` must name at least one asset: a selection that matches none (a mistyped key)
+    would run nothing and exit 0. Raises ValueError with one line."""
+    import dagster as dg
+
+    from pipeline.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    try:
+        chosen = dg.AssetSelection.from_string(selection).resolve(graph)
+    except Exception as exc:  # noqa: BLE001 - Dagster's parse and lookup errors, each one line here
+        raise ValueError(f"--select {selection!r}: {str(exc).splitlines()[0]}") from None
+    if not chosen:
+        known = sorted(key.to_user_string() for key in graph.get_all_asset_keys())
+        raise ValueError(f"--select {selection!r} matches no asset; expected e.g. 'key:items+' or "
+                         f"'group:sources' (assets: {', '.join(known[:12])}{', ...' if len(known) > 12 else ''})")
