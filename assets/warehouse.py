@@ -72,12 +72,16 @@ COLUMN_NOTES = {
     "score": "x100 (0-100), by the paper's own rule",
     "ci_low": "95% bootstrap interval, low end (x100)",
     "ci_high": "95% bootstrap interval, high end (x100)",
-    "n_items": "items (or units) asked",
+    "n_items": "official rows of the evaluated split: items asked, and rows left out or quarantined (the note says)",
     "n_scored": "items with a score",
     "coverage": "n_scored / n_items",
     "capped": "the model's max_tokens cut the benchmark's generation budget",
     "headline": "a leaderboard row",
     "row_order": "the row's place in the paper's table",
+    "chance": "chance level x100 (1/k options, nested like the score); null where an item has none",
+    "scored_by": "who scored the row's items: rules, or judge <model> (<prompt set> prompts)",
+    "comparable": "false: the paper judged these items with an LLM, here rules or the demo judge did",
+    "note": "why coverage is below 1, why a row is not comparable, how its interval was drawn",
 }
 
 

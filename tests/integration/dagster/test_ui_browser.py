@@ -252,4 +252,5 @@ def test_leaderboard_materialized_from_the_ui_shows_its_scores(ui):
     assert images.count() == charts
     sizes = images.evaluate_all("els => els.map(e => [e.complete, e.naturalWidth, e.naturalHeight])")
     assert all(done and w > 200 and h > 100 for done, w, h in sizes), f"charts not drawn: {sizes}"
+    page.wait_for_timeout(600)   # the dialog fades in: the screenshot waits for it to be opaque
     shots.take(page, "leaderboard_scores")
