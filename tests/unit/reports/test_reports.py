@@ -217,7 +217,7 @@ def test_judge_disagreement_is_its_own_status(warehouse, tmp_path):
     sample = next(s for s in data["samples"] if s["id"] == "aceval/dev/historical_facts/0" and s["model"] == "oracle")
     assert sample["status"] == "disagree"
     assert sample["judge"] == {"score": 0.0, "extracted": "B", "reason": "the judge says no", "verdict": None,
-                               "model": "some-judge"}
+                               "model": "some-judge", "p": None}   # no judge prompt stored for this row
     assert sample["rule"]["score"] == 1.0
 
 
