@@ -12,6 +12,7 @@ the sign of the difference. Rows are compared on the same split, setting and var
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
 
 import duckdb
 import numpy as np
@@ -60,7 +61,6 @@ def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
             benchmarks: list[str] | None = None) -> pd.DataFrame:
     """Every paper-table row that both models have (same benchmark, split, setting, variant), A vs
     B, as COLUMNS."""
-    from pipeline.warehouse import _units, paper_judge_tasks
 
     known = models_in(con)
     for model in (model_a, model_b):
@@ -69,25 +69,38 @@ def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
                                f"{', '.join(known) or 'none'})")
     if model_a == model_b:
         raise CompareError("compare two different models")
+    frame = pairwise(con, [model_a, model_b], benchmarks).get((model_a, model_b))
+    if frame is None:
+        raise CompareError(f"{model_a} and {model_b} share no benchmark run (the same benchmark, split, setting "
+                           "and variant) in the warehouse")
+    return frame
+
+
+def pairwise(con: duckdb.DuckDBPyConnection, models: list[str],
+             benchmarks: list[str] | None = None) -> dict[tuple[str, str], pd.DataFrame]:
+    """Every two of `models` (A before B, in the order given) that share a run: their compared rows.
+    Each model's rows and replicates are computed once per benchmark, whatever the number of pairs."""
+    from pipeline.warehouse import _units, paper_judge_tasks
+
     all_cards = cards()
     wanted = benchmarks or sorted(all_cards)
     for name in wanted:
         if name not in all_cards:
             raise CompareError(f"unknown benchmark {name!r} (known: {', '.join(sorted(all_cards))})")
-    frames = []
+    frames: dict[tuple[str, str], list[pd.DataFrame]] = {}
     for name in wanted:
         bench = all_cards[name]
         params = {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}
-        units = _units(con, [model_a, model_b], params)
+        units = _units(con, list(models), params)
         if units.empty or units["model"].nunique() < 2:
             continue
         tables = aggregate.load_tables(bench.folder / "tables.yaml")
         rows = aggregate.paper_tables(tables, name, units, replicates=True)
-        frames.append(_pairs(rows, model_a, model_b))
-    if not frames or all(f.empty for f in frames):
-        raise CompareError(f"{model_a} and {model_b} share no benchmark run (the same benchmark, split, setting "
-                           "and variant) in the warehouse")
-    return pd.concat([f for f in frames if not f.empty], ignore_index=True)
+        for a, b in combinations(models, 2):
+            pair = _pairs(rows, a, b)
+            if not pair.empty:
+                frames.setdefault((a, b), []).append(pair)
+    return {pair: pd.concat(parts, ignore_index=True) for pair, parts in frames.items()}
 
 
 def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:

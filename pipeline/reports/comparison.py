@@ -5,7 +5,6 @@ MAX_MODELS models only the first MAX_MODELS (sorted) are paired, and the page sa
 
 from __future__ import annotations
 
-from itertools import combinations
 from typing import Any
 
 import duckdb
@@ -19,11 +18,7 @@ def pairs(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list[st
     """The page's data: one entry per pair of models (A before B, sorted) with its headline rows."""
     shown = sorted(models)[:MAX_MODELS]
     out = []
-    for a, b in combinations(shown, 2):
-        try:
-            frame = comparing.compare(con, a, b, benchmarks)
-        except comparing.CompareError:
-            continue   # no shared run
+    for (a, b), frame in sorted(comparing.pairwise(con, shown, benchmarks).items()):
         frame = frame[frame["headline"]]
         if frame.empty:
             continue
