@@ -257,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
             # a report and the Dagster runs it came from (tag wenheng/run) are found from each other
             run_id = summary.run_tag
             try:
-                return _write_report(reports_dir() / run_id, after_run=True, run_info=lambda build: {
+                return _write_report(paths.reports_dir() / run_id, after_run=True, run_info=lambda build: {
                     **build(command=["wenheng", *args.argv], started_at=datetime.fromtimestamp(started_at, UTC),
                             timings=timings or None, limit=_limit(), benchmarks=chosen, models=wanted,
                             sources_file=paths.sources_file(), models_file=paths.models_file()),
@@ -339,10 +339,6 @@ def make_run_id(started_at: float, tag: str | None = None) -> str:
     return f"{stamp}-{tag}" if tag else stamp
 
 
-def reports_dir() -> Path:
-    return paths.reports_dir()
-
-
 def _limit() -> int | None:
     value = os.environ.get(LIMIT_ENV)
     return int(value) if value and value.isdigit() else None
@@ -355,7 +351,7 @@ def report(args: argparse.Namespace) -> int:
     db_path = paths.warehouse_file()
     if not db_path.is_file():
         raise UserError(f"no warehouse at {db_path}: run `wenheng run` first")
-    out = Path(args.out).resolve() if args.out else reports_dir() / make_run_id(time.time())
+    out = Path(args.out).resolve() if args.out else paths.reports_dir() / make_run_id(time.time())
     return _write_report(out, after_run=False)
 
 
