@@ -25,10 +25,11 @@ from pipeline import paths, progress, schema
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.index import ITEM_COLUMNS
 from pipeline.contamination.run import compute_overlap, summary
+from pipeline.settings import Settings, settings
 from resources.engines import CorporaResource
 
 corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
-ENGINE_ENV = "WENHENG_SCAN_ENGINE"   # local | ray: overrides the corpus's engine for a run (the CLI's --engine)
+ENGINE_ENV = Settings.scan_engine.name   # local | ray: overrides the corpus's engine for a run (the CLI's --engine)
 
 
 @dg.multi_asset(
@@ -56,7 +57,7 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     if name not in specs:
         raise dg.Failure(f"corpus {name!r} is not in {corpora.path()} (configured: {', '.join(specs) or 'none'})")
     spec = specs[name]
-    engine = os.environ.get(ENGINE_ENV) or spec.engine
+    engine = settings().scan_engine or spec.engine
     items_files = [str(f) for f in built_partitions("items")]
     if not items_files:
         raise dg.Failure("no benchmark items are built yet: run `wenheng run` (or materialize `items`) first")

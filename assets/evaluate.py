@@ -2,7 +2,6 @@
 LLM judge's judgements between them are in assets/judge.py. Each reads its benchmark's partition
 of `items` and `prompts`."""
 
-import os
 import warnings
 
 import dagster as dg
@@ -86,7 +85,9 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
 
 def max_error_rate() -> float:
     """The share of failed prompts above which a responses partition fails (WENHENG_MAX_ERROR_RATE)."""
-    return float(os.environ.get("WENHENG_MAX_ERROR_RATE", "0.05"))
+    from pipeline.settings import settings
+
+    return settings().max_error_rate
 
 
 @dg.asset(

@@ -20,6 +20,7 @@ from pipeline import paths
 from pipeline.config import ConfigError, load_models
 from pipeline.corrections import CorrectionsError
 from pipeline.executors import executor_from_env
+from pipeline.settings import Settings
 from pipeline.sources.ingest import source_fingerprints
 from resources.engines import CorporaResource, ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
@@ -28,18 +29,19 @@ from resources.lake import ParquetLakeIOManager
 warnings.filterwarnings("ignore", category=dg.BetaWarning)
 
 # The files the resources use, as environment variables the UI shows by name (dg.EnvVar).
-PATH_VARIABLES = {"WENHENG_SOURCES": paths.sources_file, "WENHENG_MODELS": paths.models_file,
-                  "WENHENG_CORPORA": paths.corpora_file,
-                  "WENHENG_WAREHOUSE": paths.warehouse_file, "WENHENG_CACHE": paths.cache_dir,
-                  "WENHENG_LAKE": paths.lake_dir}
+# Their names are pipeline/settings.py's.
+PATH_VARIABLES = {Settings.sources.name: paths.sources_file, Settings.models.name: paths.models_file,
+                  Settings.corpora.name: paths.corpora_file,
+                  Settings.warehouse.name: paths.warehouse_file, Settings.cache.name: paths.cache_dir,
+                  Settings.lake.name: paths.lake_dir}
 
 
 def export_path_defaults() -> None:
-    """Each unset path variable gets its default from pipeline.paths, so the EnvVar-configured
-    resources resolve with no environment set up. Called at import and before every run."""
-    for name, default in PATH_VARIABLES.items():
-        if not os.environ.get(name):
-            os.environ[name] = str(default())
+    """Each path variable is exported as pipeline.paths resolves it (its value, else its default),
+    so the EnvVar-configured resources resolve with no environment set up. Called at import and
+    before every run."""
+    for name, resolved in PATH_VARIABLES.items():
+        os.environ[name] = str(resolved())
 
 
 export_path_defaults()
@@ -147,11 +149,12 @@ defs = dg.Definitions(
     # WENHENG_EXECUTOR: in_process (default), multiprocess or k8s (GPUs for the inference-pool steps)
     executor=executor_from_env([responses, judgements, scores, judge_reliability]),
     resources={
-        "lake": ParquetLakeIOManager(lake_dir=dg.EnvVar("WENHENG_LAKE")),
-        "sources": SourcesResource(sources_file=dg.EnvVar("WENHENG_SOURCES")),
-        "models": ModelsResource(models_file=dg.EnvVar("WENHENG_MODELS"), cache_dir=dg.EnvVar("WENHENG_CACHE")),
-        "warehouse_db": WarehouseResource(database=dg.EnvVar("WENHENG_WAREHOUSE")),
-        "corpora": CorporaResource(corpora_file=dg.EnvVar("WENHENG_CORPORA")),
+        "lake": ParquetLakeIOManager(lake_dir=dg.EnvVar(Settings.lake.name)),
+        "sources": SourcesResource(sources_file=dg.EnvVar(Settings.sources.name)),
+        "models": ModelsResource(models_file=dg.EnvVar(Settings.models.name),
+                                 cache_dir=dg.EnvVar(Settings.cache.name)),
+        "warehouse_db": WarehouseResource(database=dg.EnvVar(Settings.warehouse.name)),
+        "corpora": CorporaResource(corpora_file=dg.EnvVar(Settings.corpora.name)),
         # the Ray engine's scan runs as a Pipes subprocess (assets/contamination.py says why)
         "pipes_subprocess_client": dg.PipesSubprocessClient(),
     },

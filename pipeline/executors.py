@@ -21,45 +21,26 @@ from typing import Any
 import dagster as dg
 
 from pipeline.config import ConfigError
+from pipeline.settings import DEFAULT_GPU_NODE_SELECTOR as DEFAULT_GPU_NODE_SELECTOR
+from pipeline.settings import EXECUTORS as EXECUTORS
+from pipeline.settings import Settings, settings
 
-EXECUTORS = ("in_process", "multiprocess", "k8s")
 INFERENCE_POOL = "inference"
-# The label NVIDIA's GPU feature discovery puts on GPU nodes, and the taint GPU node pools usually carry.
-DEFAULT_GPU_NODE_SELECTOR = "nvidia.com/gpu.present=true"
 
 
 def executor_name(env: Mapping[str, str] = os.environ) -> str:
-    name = env.get("WENHENG_EXECUTOR", "in_process").strip() or "in_process"
-    if name not in EXECUTORS:
-        raise ConfigError(f"WENHENG_EXECUTOR must be one of {', '.join(EXECUTORS)}, got {name!r}")
-    return name
-
-
-def _positive_int(env: Mapping[str, str], key: str, default: int | None) -> int | None:
-    raw = env.get(key, "").strip()
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigError(f"{key} must be a positive whole number, got {raw!r}")
-    return int(raw)
+    return settings(env).executor
 
 
 def gpu_node_selector(env: Mapping[str, str] = os.environ) -> dict[str, str]:
     """WENHENG_K8S_GPU_NODE_SELECTOR, `key=value[,key=value]`; empty string for none."""
-    raw = env.get("WENHENG_K8S_GPU_NODE_SELECTOR", DEFAULT_GPU_NODE_SELECTOR)
-    selector = {}
-    for pair in filter(None, (p.strip() for p in raw.split(","))):
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ConfigError(f"WENHENG_K8S_GPU_NODE_SELECTOR must be key=value[,key=value], got {raw!r}")
-        selector[key.strip()] = value.strip()
-    return selector
+    return settings(env).k8s_gpu_node_selector
 
 
 def gpu_k8s_config(env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """dagster-k8s user-defined config (the `dagster-k8s/config` tag's shape) for a pod that runs
     inference: GPU limits, the GPU node selector and a toleration for the GPU taint."""
-    gpus = _positive_int(env, "WENHENG_K8S_GPUS", 1)
+    gpus = settings(env).k8s_gpus
     return {
         "container_config": {"resources": {"limits": {"nvidia.com/gpu": str(gpus)}}},   # a k8s quantity
         "pod_spec_config": {
@@ -78,9 +59,9 @@ def k8s_executor_config(assets: Iterable[dg.AssetsDefinition], env: Mapping[str,
     """k8s_job_executor config: GPUs for the inference-pool steps only (scores and the rest run on CPU nodes)."""
     gpu = gpu_k8s_config(env)   # read (and checked) even when no asset is given
     config: dict[str, Any] = {"per_step_k8s_config": {op: gpu for op in inference_ops(assets)}}
-    if env.get("WENHENG_K8S_NAMESPACE"):
-        config["job_namespace"] = env["WENHENG_K8S_NAMESPACE"]
-    if (most := _positive_int(env, "WENHENG_MAX_CONCURRENT", None)) is not None:
+    if namespace := settings(env).k8s_namespace:
+        config["job_namespace"] = namespace
+    if (most := settings(env).max_concurrent) is not None:
         config["max_concurrent"] = most
     return config
 
@@ -93,11 +74,12 @@ def executor_from_env(assets: Iterable[dg.AssetsDefinition] = (),
     if name == "in_process":
         return dg.in_process_executor
     if name == "multiprocess":
-        most = _positive_int(env, "WENHENG_MAX_CONCURRENT", None)
+        most = settings(env).max_concurrent
         return dg.multiprocess_executor.configured({"max_concurrent": most} if most else {},
                                                    name="multiprocess")
     try:
         from dagster_k8s import k8s_job_executor
     except ImportError as exc:
-        raise ConfigError(f"WENHENG_EXECUTOR=k8s needs dagster-k8s (pip install 'wenheng[k8s]'): {exc}") from None
+        raise ConfigError(f"{Settings.executor.name}=k8s needs dagster-k8s (pip install 'wenheng[k8s]'): "
+                          f"{exc}") from None
     return k8s_job_executor.configured(k8s_executor_config(assets, env), name="k8s")

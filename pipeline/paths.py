@@ -1,34 +1,31 @@
-"""Where things live. Defaults sit inside the project; environment variables override them."""
+"""Where things live. Defaults sit inside the project; environment variables override them
+(pipeline/settings.py declares each one). Each function reads the environment when called."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = PROJECT_ROOT / "data"
+from pipeline.settings import DATA_DIR as DATA_DIR
+from pipeline.settings import PROJECT_ROOT as PROJECT_ROOT
+from pipeline.settings import settings
+
 SQL_DIR = PROJECT_ROOT / "sql"
 
 
-def _env_path(name: str, default: Path) -> Path:
-    value = os.environ.get(name)
-    return Path(value).expanduser().resolve() if value else default
-
-
 def sources_file() -> Path:
-    return _env_path("WENHENG_SOURCES", DATA_DIR / "sources.yaml")
+    return settings().sources
 
 
 def models_file() -> Path:
-    return _env_path("WENHENG_MODELS", DATA_DIR / "models.yaml")
+    return settings().models
 
 
 def corrections_dir() -> Path:
-    return _env_path("WENHENG_CORRECTIONS", DATA_DIR / "corrections")
+    return settings().corrections
 
 
 def warehouse_file() -> Path:
-    return _env_path("WENHENG_WAREHOUSE", DATA_DIR / "warehouse.duckdb")
+    return settings().warehouse
 
 
 # The Dagster tag every run of one `wenheng run` carries; its value names the run's report folder.
@@ -37,33 +34,44 @@ RUN_TAG = "wenheng/run"
 
 def reports_dir() -> Path:
     """HTML reports, one folder per run: data/reports beside the warehouse (WENHENG_REPORTS overrides)."""
-    value = os.environ.get("WENHENG_REPORTS")
-    return Path(value).expanduser().resolve() if value else warehouse_file().parent / "reports"
+    return settings().reports
+
+
+def logs_dir() -> Path:
+    """Run log files: data/logs beside the warehouse (WENHENG_LOGS overrides)."""
+    return settings().logs
+
+
+def run_log_file(run_tag: str) -> Path:
+    """The log of one `wenheng run` (its tag wenheng/run=<run_tag>): the full tracebacks of the steps
+    that failed, and the warnings and log lines of the libraries it ran (`--verbose` shows those
+    on the terminal instead)."""
+    return logs_dir() / f"{run_tag}.log"
 
 
 def lake_dir() -> Path:
     """Parquet files written by the assets (one file per asset or partition)."""
-    return _env_path("WENHENG_LAKE", DATA_DIR / "lake")
+    return settings().lake
 
 
 def cache_dir() -> Path:
     """Response cache and converted models; expensive to rebuild, cheap to keep."""
-    return _env_path("WENHENG_CACHE", DATA_DIR / "cache")
+    return settings().cache
 
 
 def dagster_home() -> Path:
-    return _env_path("DAGSTER_HOME", PROJECT_ROOT / ".dagster_home")
+    return settings().dagster_home
 
 
 def model_store() -> Path:
     """Bundled models converted for vLLM (hundreds of MB, minutes to build): kept apart from
     the response cache so a fresh cache or a test never rebuilds them."""
-    return _env_path("WENHENG_MODEL_STORE", DATA_DIR / "cache" / "models")
+    return settings().model_store
 
 
 def corpora_file() -> Path:
     """The corpora scanned for contamination (pipeline/contamination/corpora.py)."""
-    return _env_path("WENHENG_CORPORA", DATA_DIR / "corpora.yaml")
+    return settings().corpora
 
 
 def scanned_corpora_file() -> Path:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pipeline import stopping
@@ -46,6 +47,7 @@ class RunSummary:
     stopped: int | None = None   # the signal that stopped the run, if one did
     run_tag: str = ""            # the value of the wenheng/run tag every Dagster run of this call carries
     timings: dict[str, float] = field(default_factory=dict)   # phase (prepare, evaluate, publish) -> seconds
+    log_file: Path | None = None  # the run's log file (pipeline.paths.run_log_file), once a failure is written to it
 
     def metadata(self, asset: str, partition: str | None = None) -> dict[str, Any]:
         for m in reversed(self.materializations):
@@ -156,9 +158,8 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
                         f"({_share(meta['error_rate'])}, allowed {_share(meta['threshold'])}); first errors:\n"
                         + "\n".join(f"    {line}" for line in str(meta.get("first_errors", "")).splitlines()))
         if not result.success and summary.stopped is None:
-            for event in result.all_events:
-                if event.is_failure:
-                    log(f"  FAILED: {event.message}" + _cause(event))
+            for line in _report_failures(result.all_events, job_name, result.run_id, partition_key, summary):
+                log(line)
         return result.success
 
     def stopped() -> bool:
@@ -217,20 +218,87 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
     return summary
 
 
-def _cause(event) -> str:
-    """What made a step fail, in one line: a dg.Failure's description, else the error's message
-    (its type and first line), never the stack trace (that stays in the run's history)."""
-    data = getattr(event, "event_specific_data", None)
+def _report_failures(events, job_name: str, run_id: str, partition_key, summary: RunSummary) -> list[str]:
+    """One terminal line per failed step (`  FAILED responses [wenmind|m]: OSError: ...`); the
+    full tracebacks go to the run's log file (summary.log_file). A run that failed outside any
+    step (its executor, a resource) gets one line for the run."""
+    failed = [e for e in events if e.event_type_value == "STEP_FAILURE"]
+    if not failed:
+        failed = [e for e in events if e.event_type_value == "PIPELINE_FAILURE"]
+    where = f" [{partition_key}]" if partition_key else ""
+    lines, details = [], []
+    for event in failed:
+        name = event.step_key or f"{job_name} run"
+        lines.append(f"  FAILED {name}{where}: {failure_cause(event.event_specific_data)}")
+        error = getattr(event.event_specific_data, "error", None)
+        details.append(f"=== {name}{where} failed (Dagster run {run_id}, job {job_name}) ===\n"
+                       + (traceback_text(error) if error is not None else lines[-1].strip()))
+    if details:
+        summary.log_file = _append_log(summary.run_tag, details) or summary.log_file
+    return lines
+
+
+def failure_cause(data) -> str:
+    """What made a step fail, in one line: a dg.Failure's description; else the exception user
+    code raised (unwrapped from Dagster's errors around it), its class name and the first line
+    of its message. Never the stack trace: that goes to the run's log file."""
     failure = getattr(data, "user_failure_data", None)
     if failure is not None and failure.description:
-        return f" {failure.description}"
+        return " ".join(failure.description.split())
     error = getattr(data, "error", None)
     # Dagster wraps the error user code raised: its cause is what the user needs to read
-    while error is not None and error.cause is not None and "dagster" in (error.cls_name or "").lower():
+    while error is not None and error.cause is not None and (error.cls_name or "").startswith("Dagster"):
         error = error.cause
-    if error is None or not getattr(error, "message", None):
-        return ""
-    return " " + error.message.strip().splitlines()[0] if error.message.strip() else ""
+    if error is None:
+        return "no error was recorded (see the run in the Dagster UI)"
+    name = error.cls_name or "Error"
+    text = (error.message or "").strip()
+    head, sep, rest = text.partition(":")   # format_exception_only: `module.Class: message`
+    if head.rsplit(".", 1)[-1] == name:
+        text = rest.strip() if sep else ""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if first.endswith(":") and len(lines) > 1:   # `1 blocking asset check failed ...:` + what failed
+        first = " ".join(lines)[:500]
+    return f"{name}: {first}" if first else name
+
+
+def traceback_text(error) -> str:
+    """Dagster's record of an error (SerializableErrorInfo) as Python prints a traceback: the
+    first cause first, each exception's stack above its message."""
+    chain, joins = [], []
+    while error is not None:
+        chain.append(error)
+        if error.cause is not None:
+            joins.append("The above exception was the direct cause of the following exception:")
+            error = error.cause
+        else:
+            joins.append("During handling of the above exception, another exception occurred:")
+            error = error.context
+    parts = []
+    for i, err in enumerate(reversed(chain)):
+        if i:
+            parts.append(f"\n{joins[len(chain) - 1 - i]}\n\n")
+        stack = "".join(err.stack or [])
+        parts.append(("Traceback (most recent call last):\n" + stack if stack else "")
+                     + (err.message or err.cls_name or "").rstrip() + "\n")
+    return "".join(parts)
+
+
+def _append_log(run_tag: str, blocks: list[str]):
+    """Appends to the run's log file; returns its path, or None when it cannot be written (a full
+    disk is one reason a step fails)."""
+    from pipeline import paths
+
+    path = paths.run_log_file(run_tag)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as out:
+            stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            out.writelines(f"\n{stamp} {block.rstrip()}\n" for block in blocks)
+    except OSError:
+        return None
+    return path
 
 
 _INSTANCES: dict[str, Any] = {}

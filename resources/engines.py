@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dagster as dg
@@ -11,6 +10,7 @@ from pipeline import paths
 from pipeline.config import ModelSpec, load_models
 from pipeline.engines.cache import ResponseCache, open_cache
 from pipeline.engines.registry import build_engine
+from pipeline.settings import Settings, settings
 
 
 class ModelsResource(dg.ConfigurableResource):
@@ -35,7 +35,7 @@ class ModelsResource(dg.ConfigurableResource):
         return open_cache(self.cache_dir or None)
 
 
-LIMIT_ENV = "WENHENG_LIMIT"
+LIMIT_ENV = Settings.limit.name
 
 
 class SourcesResource(dg.ConfigurableResource):
@@ -47,16 +47,7 @@ class SourcesResource(dg.ConfigurableResource):
     def limit(self) -> int | None:
         """At most this many evaluated items per benchmark (WENHENG_LIMIT, set by `wenheng run
         --limit`); None when unset. Read at run time, so one definitions object serves every run."""
-        value = os.environ.get(LIMIT_ENV, "").strip()
-        if not value:
-            return None
-        try:
-            limit = int(value)
-        except ValueError:
-            limit = 0
-        if limit < 1:
-            raise dg.Failure(f"{LIMIT_ENV} must be a positive whole number of items (got {value!r})")
-        return limit
+        return settings().limit
 
 
 class WarehouseResource(dg.ConfigurableResource):

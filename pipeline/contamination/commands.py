@@ -19,13 +19,14 @@ import argparse
 import os
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from pipeline import paths
+from pipeline.cli.output import error as _error
+from pipeline.cli.output import say as _say
 from pipeline.config import ConfigError
 
 STRUCTURED = ("jsonl", "json", "parquet")
@@ -54,19 +55,14 @@ def add_parser(sub) -> None:
     s_p.add_argument("--ngram", type=int, metavar="N", help="characters per n-gram (default 13)")
     s_p.add_argument("--threshold", type=float, metavar="T",
                      help="share of a field's n-grams that makes an item contaminated (default 0.5)")
+    s_p.add_argument("-v", "--verbose", action="store_true",
+                     help="show the libraries' warnings and log lines (Ray, Dagster, ...) on the terminal; "
+                          "without it they go to the scan's log file")
     s_p.add_argument("--engine", choices=("local", "ray"), help="local (default: this machine's cores) or ray")
     s_p.add_argument("--ray-address", metavar="ADDRESS",
                      help="a Ray cluster (e.g. ray://head:10001; default: a local Ray started for the scan)")
     r_p = c_sub.add_parser("report", help="print the contamination rates and the clean-vs-all paper tables")
     r_p.add_argument("--corpus", metavar="NAME", help="one corpus (default: all scanned)")
-
-
-def _say(message: str) -> None:
-    print(f"[wenheng] {message}", flush=True)
-
-
-def _error(message: str) -> None:
-    print(f"wenheng: {message}", file=sys.stderr)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -141,7 +137,7 @@ def scan(args: argparse.Namespace) -> int:
             import ray  # noqa: F401
         except ImportError:
             raise ConfigError("the ray engine needs Ray: pip install 'wenheng[ray]' (or use --engine local)") from None
-    return _run_scan(names)
+    return _run_scan(names, args.verbose)
 
 
 def _unprepared() -> list[str]:
@@ -153,9 +149,21 @@ def _unprepared() -> list[str]:
             if not partition_file(paths.lake_dir(), "items", b).is_file()]
 
 
-def _run_scan(names: list[str]) -> int:
+def _run_scan(names: list[str], verbose: bool = False) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from pipeline.runner import new_run_tag
+    from pipeline.terminal import route_logs
+
+    run_tag = new_run_tag()
+    log_file = paths.run_log_file(run_tag)
+    if verbose:
+        return _scan_and_report(names, run_tag, log_file)
+    with route_logs(log_file):
+        return _scan_and_report(names, run_tag, log_file)
+
+
+def _scan_and_report(names: list[str], run_tag: str, log_file: Path) -> int:
     from pipeline import locking, progress, stopping
     from pipeline.runner import run_pipeline
 
@@ -167,17 +175,19 @@ def _run_scan(names: list[str]) -> int:
     stopping.watch_signals()
     try:
         with locking.hold():
-            summary = run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say)
+            summary = run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say, run_tag=run_tag)
     except locking.LockHeld as exc:
         _error(str(exc))
         return 75   # EX_TEMPFAIL, as `wenheng run`
     if summary.stopped is not None or stopping.stop_requested():
         name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
         _say(f"stopped by {name} after {time.perf_counter() - started:.1f} s: the corpus files scanned so far "
-            "are kept; the next scan reads only the rest")
+             "are kept; the next scan reads only the rest")
         return stopping.exit_code()
     _say(f"{'done' if summary.ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
     if not summary.ok:
+        if log_file.is_file():   # the failed steps' tracebacks
+            _error(f"details: {log_file}")
         return 1
     for name in names:
         report(name)

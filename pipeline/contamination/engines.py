@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
 import time
@@ -195,6 +196,9 @@ _WORKER: dict = {}
 
 
 def _init_worker(hashes_file: str, reading: Reading) -> None:
+    # Ctrl-C reaches the whole process group: the parent stops the pool (stopping.py), a worker
+    # finishes its range quietly instead of printing a KeyboardInterrupt traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # the index is memory-mapped: every worker reads the same pages
     _WORKER["lookup"] = Lookup(np.load(hashes_file, mmap_mode="r"))
     _WORKER["reading"] = reading

@@ -9,6 +9,7 @@ output folder and sends the summary back as a custom message."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,4 +37,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:   # Ctrl-C reached the process group: the launching step reports the stop
+        sys.exit(130)

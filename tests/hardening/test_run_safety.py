@@ -1,5 +1,8 @@
 """`wenheng run` on a bad day, each as a real subprocess against the loopback OpenAI server: two
-runs on one data directory, Ctrl-C / SIGTERM and SIGKILL mid-partition, a dead endpoint."""
+runs on one data directory, Ctrl-C / SIGTERM and SIGKILL mid-partition, a dead endpoint.
+
+Each run is the leader of a process group of its own, as a command started from a shell is, so
+Ctrl-C can be sent the way a terminal sends it: to every process of the group."""
 
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ def _setup(tmp: Path, base_url: str, benchmarks=("wenmind",), extra: str = "", b
 def _spawn(env: dict, tmp: Path, name: str) -> subprocess.Popen:
     out = open(tmp / f"{name}.log", "w")
     return subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run"], cwd=ROOT, env=env,
-                            stdout=out, stderr=subprocess.STDOUT, text=True)
+                            stdout=out, stderr=subprocess.STDOUT, text=True, start_new_session=True)
 
 
 def _log(tmp: Path, name: str) -> str:
@@ -125,10 +128,15 @@ def test_a_signal_stops_sending_stores_what_is_in_flight_and_cancels_the_run(tmp
         _wait(lambda: sum(server.successes.values()) >= 2 * CONCURRENCY and server.in_flight == CONCURRENCY,
               "answers to arrive with calls in flight", run)
         sent_at_signal, answered_at_signal = sum(server.attempts.values()), sum(server.successes.values())
-        os.kill(run.pid, signum)
+        if signum == signal.SIGINT:
+            os.killpg(run.pid, signum)   # Ctrl-C: the terminal signals every process of the group
+        else:
+            os.kill(run.pid, signum)     # `kill PID`: the run alone
         code = _finish(run, 60)
         log = _log(tmp_path, "run")
         assert code == 128 + signum, log[-3000:]
+        # one line says so; no traceback from the run, its threads or the processes it started
+        assert "Traceback" not in log and "KeyboardInterrupt" not in log, log[-3000:]
         sent_after = sum(server.attempts.values()) - sent_at_signal
         assert sent_after <= 1, f"{sent_after} prompts sent after the signal"   # 1: the signal's own race
         _wait(lambda: server.in_flight == 0, "calls in flight to end", timeout_s=10)
