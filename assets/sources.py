@@ -12,7 +12,7 @@ from pipeline import benchmarks, schema
 from pipeline.config import load_sources
 from pipeline.sources.digest import frame_digest
 from pipeline.sources.ingest import parse_source
-from pipeline.sources.reading import rows_accounted
+from pipeline.sources.accounting import rows_accounted
 from resources.engines import SourcesResource
 
 benchmark_partitions = dg.StaticPartitionsDefinition(list(benchmarks.names()))

@@ -4,6 +4,11 @@ Cards are imported when first asked for (not when this module is), so the config
 import the registry without an import circle. `WENHENG_CARDS` adds card folders kept outside
 this package (paths separated by `os.pathsep`), each a folder with an `__init__.py` that
 defines `CARD`.
+
+Beside `CARD`, a card's `__init__.py` may declare hooks: module-level names that generic code
+asks the registry for (`hooks`), so it never names a benchmark. `OFFICIAL_JUDGE_PROMPTS`: the
+official judge prompt file a benchmark's paper judged with, pinned, and its reader
+(`pipeline.judge.prompts.OfficialSource`; WenMind's in pipeline/benchmarks/wenmind/official_prompts.py).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import os
 import sys
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pipeline.benchmarks.benchmark_card import BenchmarkCard
@@ -26,7 +32,7 @@ REGISTRY = (
     "pipeline.benchmarks.fuxi",
     "pipeline.benchmarks.cpdue",
 )
-EXTRA_CARDS_ENV = "WENHENG_CARDS"
+EXTRA_CARDS_ENV = "WENHENG_CARDS"   # pipeline.settings.Settings.cards
 
 
 class UnknownBenchmark(KeyError):
@@ -34,12 +40,21 @@ class UnknownBenchmark(KeyError):
         return self.args[0]
 
 
+class _Cards(dict):
+    """Card name -> card, in registry order; `modules`: card name -> the module that defines it
+    (where its hooks are)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.modules: dict[str, ModuleType] = {}
+
+
 @cache
 def _load(extra: str) -> dict[str, BenchmarkCard]:
     modules = [importlib.import_module(name) for name in REGISTRY]
     for folder in filter(None, extra.split(os.pathsep)):
         modules.append(_import_folder(Path(folder)))
-    loaded: dict[str, BenchmarkCard] = {}
+    loaded = _Cards()
     for module in modules:
         card = getattr(module, "CARD", None)
         if card is None:
@@ -47,6 +62,7 @@ def _load(extra: str) -> dict[str, BenchmarkCard]:
         if card.name in loaded:
             raise ImportError(f"two benchmark cards are named {card.name!r}")
         loaded[card.name] = card
+        loaded.modules[card.name] = module
     return loaded
 
 
@@ -64,7 +80,9 @@ def _import_folder(folder: Path):
 
 def cards() -> dict[str, BenchmarkCard]:
     """Every registered card, by name, in registry order."""
-    return _load(os.environ.get(EXTRA_CARDS_ENV, ""))
+    from pipeline.settings import settings
+
+    return _load(os.pathsep.join(map(str, settings().cards)))
 
 
 def names() -> tuple[str, ...]:
@@ -76,3 +94,10 @@ def card(name: str) -> BenchmarkCard:
     if found is None:
         raise UnknownBenchmark(f"unknown benchmark {name!r}; known: {', '.join(cards())}")
     return found
+
+
+def hooks(hook: str) -> dict[str, Any]:
+    """Card name -> what the card's module declares under `hook` (e.g. `OFFICIAL_JUDGE_PROMPTS`),
+    for the cards that declare it, in registry order."""
+    modules = getattr(cards(), "modules", {})
+    return {name: getattr(module, hook) for name, module in modules.items() if hasattr(module, hook)}

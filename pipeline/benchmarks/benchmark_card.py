@@ -30,7 +30,7 @@ class BenchmarkCard:
     title: str                      # as its paper writes it
     paper: str                      # citation of the paper the card follows
     folder: Path                    # the card's folder: protocol.yaml and *.sql live here
-    parse: Callable[..., Any]       # SourceSpec -> pipeline.sources.reading.ParseResult
+    parse: Callable[..., Any]       # SourceSpec -> pipeline.sources.accounting.ParseResult
     # Which rule scorer (pipeline/scoring/rules.py SCORERS) an item gets: looked up by task, then
     # by format; formats not named here use the scoring module's defaults.
     scorers: Mapping[str, str] = field(default_factory=dict)
@@ -44,7 +44,7 @@ class BenchmarkCard:
     # Which score its paper reports per unit: "judge" (the LLM judge's verdict, pipeline/judge;
     # prompts and routes in the card's judge.yaml) or "rule"; one value, or a mapping by task
     # with "default". Where the judge is named but not configured (models.yaml `judges:`), or
-    # did not judge the unit, the rule score stands in (pipeline/warehouse.py UNITS_SQL).
+    # did not judge the unit, the rule score stands in (sql/templates/units.sql).
     paper_scorer: str | Mapping[str, str] = "rule"
 
     @cached_property
@@ -59,7 +59,7 @@ class BenchmarkCard:
 
     @property
     def sql_files(self) -> list[Path]:
-        """The card's aggregation SQL, run in name order after sql/ (see pipeline/warehouse.py)."""
+        """The card's aggregation SQL, run in name order after sql/ (see pipeline/warehouse/)."""
         return sorted(self.folder.glob("*.sql"))
 
     def scorer_for(self, task: str, fmt: str) -> str | None:

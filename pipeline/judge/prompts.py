@@ -1,6 +1,6 @@
-"""Judge prompts as data: a card's `judge.yaml` (its prompts, routes and version), or WenMind's
-official Task_Score_Prompt.json read from the user's own copy, and the routing of an item to
-its score type and prompt.
+"""Judge prompts as data: a card's `judge.yaml` (its prompts, routes and version), or the official
+prompt file a card pins (read from the user's own copy or a verified download), and the routing
+of an item to its score type and prompt.
 
 `judge.yaml` (see pipeline/benchmarks/wenmind/judge.yaml):
   version   names the prompt set's scorer (judge:<type>@wenheng-<version>)
@@ -9,17 +9,16 @@ its score type and prompt.
   criteria  the subjective type's review points, by kind; `forms`: poem form -> kind and shape
   routes    first match wins: {when: {field: value | [values]}, type, criteria?, official?}
 
-The official file holds 28 records {id, type, prompt} with positional `{}` slots filled as
-`prompt.format(response, answer, question)`, as WenMind's LLM_Scoring.py does. `prompts: official`
-downloads it once from WenMind's repository at the commit pinned below (OFFICIAL_URL), verified
-against OFFICIAL_SHA256, into the download cache (pipeline/config.py, through
-pipeline/sources/fetch.py); `prompts: {official: <path>}` reads the user's own copy. Its text
-(CC BY-NC-SA) is never stored in wenheng's repository."""
+An official prompt file is a benchmark's own: its card declares `OFFICIAL_JUDGE_PROMPTS` (an
+`OfficialSource`: where the file is pinned, its sha256, and the reader of its format), and the
+registry hands it here (`pipeline.benchmarks.hooks`); WenMind's is
+pipeline/benchmarks/wenmind/official_prompts.py. `OFFICIAL_REPO`, `OFFICIAL_COMMIT`,
+`OFFICIAL_FILE`, `OFFICIAL_URL`, `OFFICIAL_SHA256` and `load_official` name the pin and reader of
+the card that declares one (pipeline/config.py reads them for `prompts: official`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,23 +26,12 @@ from typing import Any
 
 import yaml
 
+from pipeline import benchmarks
 from pipeline.judge.verdicts import SCORE_TYPES
-from pipeline.schema import stable_hash
 
 WENHENG, OFFICIAL = "wenheng", "official"
 ROUTE_FIELDS = ("task", "task_group", "format", "split", "domain", "capability")
-# The official file's first eight prompts, by id; ids 8-27 are QA-Poem-<form>.
-OFFICIAL_TYPES = ("MCQ-Single", "MCQ-Multi", "QA-General", "QA-Idiom", "QA-Couplet-A", "QA-Couplet-B",
-                  "QA-Couplet-C", "QA-WYW")
-OFFICIAL_POEM = "QA-Poem-"
-OFFICIAL_COUNT = 28
-# WenMind's official judge prompts, pinned: the file as added in this commit (unchanged since, as
-# of the repository's head 91e8c05), and the sha256 of its bytes.
-OFFICIAL_REPO = "SCUT-DLVCLab/WenMind"
-OFFICIAL_COMMIT = "586481c5202493d23e3ad8eb02550dd1ec1b858b"
-OFFICIAL_FILE = "JSON/Task_Score_Prompt.json"
-OFFICIAL_URL = f"https://raw.githubusercontent.com/{OFFICIAL_REPO}/{OFFICIAL_COMMIT}/{OFFICIAL_FILE}"
-OFFICIAL_SHA256 = "88256fd2b05f1d86d8f8dd52055a7375284bbbaaefff4542caa7f398441eacc0"
+OFFICIAL_HOOK = "OFFICIAL_JUDGE_PROMPTS"   # a card's hook: its OfficialSource (pipeline/benchmarks/__init__.py)
 
 
 class PromptError(ValueError):
@@ -155,30 +143,58 @@ def load_card_prompts(path: Path) -> CardPrompts:
 
 @dataclass(frozen=True)
 class OfficialPrompts:
-    """WenMind's Task_Score_Prompt.json: the verified download or the user's copy."""
+    """An official prompt file, read by its card's reader: the verified download or the user's copy."""
 
     path: Path
     prompts: tuple[str, ...]        # by id
     poem_forms: tuple[tuple[str, int], ...]   # (form, id) in id order
     version: str                    # sha256 of the file's records, first 12 hex digits
+    slots: tuple[str, ...]          # the item fields that fill its positional `{}` slots, in order
 
 
-@cache
-def load_official(path: Path) -> OfficialPrompts:
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PromptError(f"{path}: cannot read the official prompts: {exc}") from exc
-    if not isinstance(records, list) or len(records) != OFFICIAL_COUNT:
-        raise PromptError(f"{path}: expected WenMind's {OFFICIAL_COUNT} prompt records (Task_Score_Prompt.json)")
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not {"id", "type", "prompt"} <= set(record) or int(record["id"]) != index:
-            raise PromptError(f"{path}: record {index} must be {{id: {index}, type, prompt}}")
-        expected = OFFICIAL_TYPES[index] if index < len(OFFICIAL_TYPES) else OFFICIAL_POEM
-        if not str(record["type"]).startswith(expected):
-            raise PromptError(f"{path}: record {index} has type {record['type']!r}, expected {expected!r}")
-    forms = tuple((str(r["type"])[len(OFFICIAL_POEM):], int(r["id"])) for r in records[len(OFFICIAL_TYPES):])
-    return OfficialPrompts(path, tuple(str(r["prompt"]) for r in records), forms, stable_hash(records)[:12])
+@dataclass(frozen=True)
+class OfficialSource:
+    """Where a benchmark's official prompt file is pinned (a repository's file at a commit, and
+    the sha256 of its bytes) and the reader of its format: a card's `OFFICIAL_JUDGE_PROMPTS`."""
+
+    repo: str
+    commit: str
+    file: str
+    sha256: str
+    load: Callable[[Path], OfficialPrompts]
+
+    @property
+    def url(self) -> str:
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.file}"
+
+
+def official_source(bench: str | None = None) -> OfficialSource:
+    """The official prompt file `bench`'s card pins; without `bench`, that of the one card that
+    pins any (`prompts: official` in models.yaml names no benchmark's file)."""
+    declared = benchmarks.hooks(OFFICIAL_HOOK)
+    if bench is not None:
+        if bench not in declared:
+            raise PromptError(f"the {bench} card pins no official judge prompts")
+        return declared[bench]
+    if len(declared) != 1:
+        raise PromptError(f"expected one card with official judge prompts, found {sorted(declared) or 'none'}")
+    return next(iter(declared.values()))
+
+
+def load_official(path: Path, bench: str | None = None) -> OfficialPrompts:
+    """The official prompt file at `path`, read by the reader of the card that pins it."""
+    return official_source(bench).load(path)
+
+
+# The pin of the card's official file, by the names pipeline/config.py reads (`OFFICIAL_URL`, ...).
+_PINNED = {"OFFICIAL_REPO": "repo", "OFFICIAL_COMMIT": "commit", "OFFICIAL_FILE": "file",
+           "OFFICIAL_URL": "url", "OFFICIAL_SHA256": "sha256"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PINNED:
+        return getattr(official_source(), _PINNED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class PromptSet:
@@ -210,7 +226,7 @@ class PromptSet:
                     return NotJudged(score_type, "no official prompt: the question names none of its poem forms")
                 prompt_id = dict(self.official.poem_forms)[form]
             template = self.official.prompts[int(prompt_id)]
-            text = template.format(fields["response"], fields["answer"], fields["question"])
+            text = template.format(*(fields[slot] for slot in self.official.slots))
             return Judged(score_type, str(prompt_id), text)
         criteria = self.card.criteria_for(route, item)
         text = self.card.types[score_type]["template"].format(**fields, criteria=criteria)

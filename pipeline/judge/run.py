@@ -52,7 +52,7 @@ class _Pending:
 def prompt_set(spec: JudgeSpec) -> PromptSet:
     """The prompts a judge configuration asks with: its card's judge.yaml, with the official
     file's prompts when `prompts: {official: ...}`."""
-    official = load_official(spec.official) if spec.prompts == OFFICIAL and spec.official else None
+    official = load_official(spec.official, spec.benchmark) if spec.prompts == OFFICIAL and spec.official else None
     return PromptSet(load_card_prompts(card(spec.benchmark).judge_file), official)
 
 

@@ -11,8 +11,8 @@ from pipeline.benchmarks import card
 from pipeline.config import SourceSpec, load_sources
 from pipeline.corrections import load_corrections
 from pipeline.sources import fetch
+from pipeline.sources.accounting import ParseResult, SourceError, guarded_file
 from pipeline.sources.layout import path_problem, split_problems
-from pipeline.sources.reading import ParseResult, SourceError, guarded_file
 
 
 def parse_source(spec: SourceSpec) -> ParseResult:

@@ -2,8 +2,9 @@
 `.jsonl` file, one JSON object per line with an `id` unique in its file.
 
 Each line is one raw row: a line that is blank, not JSON (NaN, nesting too deep to read) or not
-an object is quarantined here; adapters read each object through `row` (reading.guarded_row), so
-an unexpected error in one line quarantines that line only."""
+an object is quarantined here; adapters read each object through the shared record loop
+(`pipeline.sources.records.unique_items`, one `guarded_row` per line), so an unexpected error in
+one line quarantines that line only."""
 
 from __future__ import annotations
 
@@ -11,15 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline.sources.reading import (
-    ParseResult,
-    Row,
-    display_path,
-    guarded_file,
-    guarded_row,
-    json_row,
-    read_lines,
-)
+from pipeline.sources.accounting import ParseResult, guarded_file
+from pipeline.sources.json_array import json_row
+from pipeline.sources.text import display_path, read_lines
 
 if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
     from pipeline.config import SourceSpec
@@ -67,13 +62,6 @@ def _objects(benchmark: str, path: Path, shown: str, result: ParseResult) -> Ite
             result.reject(benchmark, shown, locator, "not a JSON object", line)
             continue
         yield locator, record
-
-
-def row(result: ParseResult, benchmark: str, shown: str, locator: str, record: dict,
-        build: Callable[[dict], Row]) -> dict[str, Any] | None:
-    """`build(record)` for one line's object, guarded: its item, or None once the line is
-    quarantined (bad text, a reason, or any error while reading it)."""
-    return guarded_row(result, benchmark, shown, locator, record, lambda: build(record))
 
 
 def record_id(record: dict) -> str | None:

@@ -74,7 +74,7 @@ def path_problem(spec: SourceSpec) -> str | None:
     a file where a folder belongs or the reverse, it holds no file in the layout, a side file is
     broken); None when it can. An empty source (no file in the layout) is allowed with
     `allow_empty`."""
-    from pipeline.sources.reading import SourceError
+    from pipeline.sources.accounting import SourceError
 
     layout, path = layouts().get(spec.benchmark), spec.path
     expected = f"; expected {layout.expected}" if layout else ""

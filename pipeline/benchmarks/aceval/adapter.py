@@ -21,19 +21,10 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pipeline.sources.reading import (
-    FileUnreadable,
-    ParseResult,
-    Row,
-    SourceError,
-    display_path,
-    guarded_file,
-    guarded_row,
-    json_type,
-    parse_json,
-    provenance,
-    read_text,
-)
+from pipeline.sources.accounting import FileUnreadable, ParseResult, Row, SourceError, guarded_file, guarded_row
+from pipeline.sources.json_array import parse_json
+from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.text import display_path, json_type, read_text
 
 if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
     from pipeline.config import SourceSpec
@@ -136,12 +127,12 @@ def submission(predictions: Mapping[str, str | None] | Iterable[tuple[str, str |
     and dropping it would leave the row missing instead."""
     pairs = predictions.items() if isinstance(predictions, Mapping) else predictions
     by_subject: dict[str, dict[int, str]] = {}
-    for item_id, answer in pairs:
-        if item_id.startswith("aceval/dev/"):
+    for identifier, answer in pairs:
+        if identifier.startswith("aceval/dev/"):
             continue
-        match = TEST_ITEM_ID.match(item_id)
+        match = TEST_ITEM_ID.match(identifier)
         if not match:
-            raise ValueError(f"{item_id!r} is not an AC-EVAL test item id (aceval/test/<subject>/<index>)")
+            raise ValueError(f"{identifier!r} is not an AC-EVAL test item id (aceval/test/<subject>/<index>)")
         subject, index = match.group(1), int(match.group(2))
         text = (answer or "").strip()
         by_subject.setdefault(subject, {})[index] = text.upper() if text.upper() in OPTION_COLUMNS else text
@@ -227,7 +218,7 @@ def _row(spec, split, name, shown, n, row, header, col, seen, subject: dict[str,
     if "Explanation" in col:
         meta["explanation"] = row[col["Explanation"]]
     return {
-        "item_id": f"aceval/{split}/{name}/{key}",
+        "item_id": item_id("aceval", split, name, key),
         **provenance(spec, shown, f"row {n}", LICENSE),
         "split": split,
         "task": name,

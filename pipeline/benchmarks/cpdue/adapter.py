@@ -16,7 +16,7 @@ letters in the order figure, source, meaning; `metadata.questions` lists the par
 (`option_sequence`) gives 1 when all three are right (the paper's AU-all) and each question's
 0/1 in details (AU Q1-Q3). The item keeps its group's first line as `source_locator` and lists
 the other two in `metadata.merged_rows`, which the row reconciliation counts
-(`pipeline.sources.reading.rows_accounted`): raw rows = items + merged rows + quarantined.
+(`pipeline.sources.accounting.rows_accounted`): raw rows = items + merged rows + quarantined.
 
 OQ: the paper asks best and worst as two prompts, so they stay two items linked by `group`
 (`metadata.group`, `metadata.part`); "both right" (OQ-all) is computed per group.
@@ -31,8 +31,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.jsonl import parse_files, record_id, row, string_list, text_field
-from pipeline.sources.reading import ParseResult, letter, non_text, provenance
+from pipeline.sources.accounting import ParseResult, Row
+from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.options import letter
+from pipeline.sources.records import unique_items
+from pipeline.sources.text import non_text
 
 LICENSE = "wenheng-defined format; no public CP-DUE data"
 
@@ -64,8 +68,6 @@ TASKS = {t.name: t for t in [
     Task("OQ", "overall quality", 5, 3),
 ]}
 
-Row = tuple[dict[str, Any] | None, str]
-
 
 def parse(spec: SourceSpec) -> ParseResult:
     return parse_files(spec, lambda split, shown, rows, result: _parse_rows(spec, split, shown, rows, result))
@@ -80,19 +82,11 @@ def au_question(blocks: list[tuple[str, list[str]]]) -> str:
 
 def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[str, dict]],
                 result: ParseResult) -> None:
-    seen: set[str] = set()
     accepted: list[tuple[str, dict, dict]] = []
-    for locator, record in rows:
-        item = row(result, "cpdue", shown, locator, record, _item)
-        if item is None:
-            continue
-        key = record_id(record)
-        if key in seen:
-            result.reject("cpdue", shown, locator, f"duplicate id {key}", record)
-            continue
-        seen.add(key)
+    for locator, record, item in unique_items(result, "cpdue", shown, rows, lambda _, record: _item(record),
+                                              key=lambda record, _: record_id(record)):
         item.update({
-            "item_id": f"cpdue/{split}/{item['task']}/{key}",
+            "item_id": item_id("cpdue", split, item["task"], record_id(record)),
             **provenance(spec, shown, locator, LICENSE),
             "split": split,
             "domain": "ancient poetry",
@@ -124,7 +118,7 @@ def _merge_au(spec: SourceSpec, split: str, shown: str, group: str, members: lis
         extra = {k: v for k, v in item["metadata"].items() if k not in ("level", "group", "part")}
         metadata["questions"].append({"part": item["metadata"]["part"], "label": AU_PARTS[item["metadata"]["part"]],
                                       "id": _row_id(item), **({"meta": extra} if extra else {})})
-    # the rows besides the first that this item stands for (pipeline.sources.reading.MERGED_ROWS)
+    # the rows besides the first that this item stands for (pipeline.sources.accounting.MERGED_ROWS)
     metadata["merged_rows"] = [{"source_locator": locator, "id": _row_id(item), "part": item["metadata"]["part"]}
                                for locator, item in in_file[1:]]
     return {
@@ -133,7 +127,7 @@ def _merge_au(spec: SourceSpec, split: str, shown: str, group: str, members: lis
         "question": au_question([(AU_PARTS[item["metadata"]["part"]], item["choices"]) for item in ordered]),
         "choices": [], "answer": "".join(item["answer"] for item in ordered), "references": [],
         "metadata": metadata,
-        "item_id": f"cpdue/{split}/AU/{group}",
+        "item_id": item_id("cpdue", split, "AU", group),
         **provenance(spec, shown, in_file[0][0], LICENSE),
         "split": split, "domain": "ancient poetry",
     }

@@ -18,8 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.jsonl import parse_files, record_id, row, string_list, text_field
-from pipeline.sources.reading import ParseResult, non_text, provenance
+from pipeline.sources.accounting import ParseResult, Row
+from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.records import unique_items
+from pipeline.sources.text import non_text
 
 LICENSE = "wenheng-defined format; no public Fùxì data"
 
@@ -67,8 +70,6 @@ TONES = set("平仄中")   # 中 = either tone allowed at that position
 HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff\U00020000-\U0002ffff]")
 CLAUSE_BREAK = re.compile(r"[，。？！、；：,.?!;:\s]+")
 
-Row = tuple[dict[str, Any] | None, str]
-
 
 def parse(spec: SourceSpec) -> ParseResult:
     return parse_files(spec, lambda split, shown, rows, result: _parse_rows(spec, split, shown, rows, result))
@@ -81,18 +82,12 @@ def clause_lengths(text: str) -> list[int]:
 
 def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[str, dict]],
                 result: ParseResult) -> None:
-    seen: set[tuple[str, str]] = set()
-    for locator, record in rows:
-        item = row(result, "fuxi", shown, locator, record, _item)
-        if item is None:
-            continue
-        key = (item["task"], record_id(record))
-        if key in seen:
-            result.reject("fuxi", shown, locator, f"duplicate id {key[1]} in task {key[0]}", record)
-            continue
-        seen.add(key)
+    # an id is unique within its task (Fùxì's tasks are separate data sets)
+    for locator, record, item in unique_items(result, "fuxi", shown, rows, lambda _, record: _item(record),
+                                              key=lambda record, item: (item["task"], record_id(record)),
+                                              duplicate=lambda key: f"duplicate id {key[1]} in task {key[0]}"):
         item.update({
-            "item_id": f"fuxi/{split}/{item['task']}/{key[1]}",
+            "item_id": item_id("fuxi", split, item["task"], record_id(record)),
             **provenance(spec, shown, locator, LICENSE),
             "split": split,
         })

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wenmind.adapter import parse
+from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_JUDGE_PROMPTS
 
 CARD = BenchmarkCard(
     name="wenmind",
@@ -19,3 +20,7 @@ CARD = BenchmarkCard(
     # score types); the rule scores above stay beside them as a judge-free number.
     paper_scorer="judge",
 )
+
+# Beside CARD, the card's hook (pipeline/benchmarks/__init__.py): WenMind's own judge prompts,
+# Task_Score_Prompt.json at a pinned commit, and their reader (`judges: {prompts: official}`).
+__all__ = ["CARD", "OFFICIAL_JUDGE_PROMPTS"]

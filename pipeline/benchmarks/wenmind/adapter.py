@@ -10,19 +10,15 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Iterator
+from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.sources.reading import (
-    ParseResult,
-    Row,
-    display_path,
-    guarded_file,
-    guarded_row,
-    json_type,
-    non_text,
-    provenance,
-    read_json_array,
-)
+from pipeline.sources.accounting import ParseResult, Row, guarded_file
+from pipeline.sources.json_array import read_json_array
+from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.records import unique_items
+from pipeline.sources.text import display_path, json_type, non_text
 
 LICENSE = "CC BY-NC-SA 4.0"
 REQUIRED = ("id", "question", "answer", "question_format", "fine_grained_task_en", "coarse_grained_task_en")
@@ -87,22 +83,21 @@ def parse(spec: SourceSpec) -> ParseResult:
 
 
 def _parse_file(spec: SourceSpec, path, shown: str, result: ParseResult) -> None:
-    seen: set[str] = set()
+    for _, _, item in unique_items(result, "wenmind", shown, _elements(path, shown, result),
+                                   lambda index, rec: _row(spec, shown, index, rec),
+                                   key=lambda _, item: item["item_id"].rsplit("/", 1)[1]):
+        result.items.append(item)
+
+
+def _elements(path, shown: str, result: ParseResult) -> Iterator[tuple[int, Any]]:
+    """(index, element) for each element of the file's array, counted; an element that is not
+    valid JSON on its own is quarantined here."""
     for index, (rec, broken, text) in enumerate(read_json_array(path)):
         result.raw_counts[shown] += 1
         if broken is not None:
             result.reject("wenmind", shown, index, broken, text)
             continue
-        item = guarded_row(result, "wenmind", shown, index, rec,
-                           lambda rec=rec, index=index: _row(spec, shown, index, rec))
-        if item is None:
-            continue
-        key = item["item_id"].rsplit("/", 1)[1]
-        if key in seen:
-            result.reject("wenmind", shown, index, f"duplicate id {key}", rec)
-            continue
-        seen.add(key)
-        result.items.append(item)
+        yield index, rec
 
 
 def _row(spec: SourceSpec, shown: str, index: int, rec) -> Row:
@@ -128,7 +123,7 @@ def _row(spec: SourceSpec, shown: str, index: int, rec) -> Row:
     meta = {k: rec[k] for k in ("difficulty", "coarse_grained_task_zh", "fine_grained_task_zh",
                                  "question_format") if k in rec}
     return {
-        "item_id": f"wenmind/test/{_slug(rec['fine_grained_task_en'])}/{key}",
+        "item_id": item_id("wenmind", "test", _slug(rec["fine_grained_task_en"]), key),
         **provenance(spec, shown, index, LICENSE),
         "split": "test",
         "task": rec["fine_grained_task_en"],

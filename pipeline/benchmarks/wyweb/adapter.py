@@ -1,5 +1,5 @@
 """WYWEB: <dir>/<task>/<split>.<ext>, one folder per task, no id fields. The key of a row is
-derived from its content (pipeline.sources.reading.ContentKeys): 12 hex digits of the SHA-256 of
+derived from its content (pipeline.sources.keys.ContentKeys): 12 hex digits of the SHA-256 of
 the text the item asks about (its context and question), so adding, deleting or moving a line
 changes no other item's id and an edited gold or option shows up as a changed field, not a new
 item. Rows with identical text in one split and task are numbered in order of appearance (`-2`,
@@ -42,20 +42,11 @@ from typing import Any
 from pipeline.config import SourceSpec
 from pipeline.dedup.keys import match_keys
 from pipeline.dedup.policy import QUALITY_FLAGS_KEY, option_quality_flags
-from pipeline.sources.reading import (
-    MERGED_ROWS,
-    ContentKeys,
-    ParseResult,
-    display_path,
-    guarded_file,
-    guarded_row,
-    json_row,
-    letter,
-    non_text,
-    provenance,
-    read_json_array,
-    read_lines,
-)
+from pipeline.sources.accounting import MERGED_ROWS, ParseResult, Row, guarded_file, guarded_row
+from pipeline.sources.json_array import json_row, read_json_array
+from pipeline.sources.keys import ContentKeys, item_id, provenance
+from pipeline.sources.options import letter
+from pipeline.sources.text import display_path, non_text, read_lines
 
 LICENSE = "no licence file published"
 
@@ -82,8 +73,6 @@ WYWRC_TYPES = {
     4: "cultural terms", 5: "sentence breaking", 6: "function-word usage", 7: "poem understanding",
     8: "phonetic loan characters", 9: "sentence or word interpretation",
 }
-
-Row = tuple[dict[str, Any] | None, str]
 
 
 def parse(spec: SourceSpec) -> ParseResult:
@@ -130,7 +119,7 @@ def _parse_file(spec: SourceSpec, task: str, kind: str, reader: Callable[[Any], 
         item.setdefault("question", None)
         item.setdefault("references", [])
         item.update({
-            "item_id": f"wyweb/{split}/{task}/{keys.key((split, task), item.get('context'), item['question'])}",
+            "item_id": item_id("wyweb", split, task, keys.key((split, task), item.get("context"), item["question"])),
             **provenance(spec, shown, locator, LICENSE),
             "split": split,
             "task": task,

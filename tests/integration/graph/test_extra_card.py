@@ -18,7 +18,8 @@ from pathlib import Path
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.config import SourceSpec
 from pipeline.sources.jsonl import parse_files, record_id
-from pipeline.sources.reading import ParseResult, provenance
+from pipeline.sources.accounting import ParseResult
+from pipeline.sources.keys import provenance
 
 
 def parse(spec: SourceSpec) -> ParseResult:

@@ -16,8 +16,8 @@ from pipeline.dedup import cluster, conflicting_clusters
 from pipeline.dedup.keys import match_keys
 from pipeline.dedup.policy import option_quality_flags, quality_flags, quality_items, quality_report
 from pipeline.scoring.rules import score_response
+from pipeline.sources.accounting import rows_accounted
 from pipeline.sources.ingest import parse_source
-from pipeline.sources.reading import rows_accounted
 from pipeline.standardize import standardize
 
 # WYWMT as published: classical<TAB>modern, CRLF, no final newline.

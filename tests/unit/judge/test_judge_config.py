@@ -16,10 +16,12 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, upstream, write_yaml
 
-from pipeline import cli
+from pipeline import benchmarks, cli
+from pipeline.benchmarks.wenmind import official_prompts
+from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_COUNT, OFFICIAL_POEM, OFFICIAL_TYPES
 from pipeline.config import ConfigError, judge_warnings, load_config, load_judges, load_models
 from pipeline.judge import prompts as judge_prompts
-from pipeline.judge.prompts import OFFICIAL_COUNT, OFFICIAL_POEM, OFFICIAL_TYPES, load_official
+from pipeline.judge.prompts import PromptError, load_official
 from pipeline.judge.run import prompt_set
 from pipeline.sources import fetch
 
@@ -72,6 +74,17 @@ def test_the_pin_names_wenminds_repository_at_a_commit_and_matches_the_upstream_
     assert len(judge_prompts.OFFICIAL_COMMIT) == 40 and len(judge_prompts.OFFICIAL_SHA256) == 64
     real = upstream("wenmind", "Task_Score_Prompt.json")
     assert hashlib.sha256(real.read_bytes()).hexdigest() == judge_prompts.OFFICIAL_SHA256
+
+
+def test_the_pin_and_its_reader_live_in_the_wenmind_card_and_reach_the_judge_through_the_registry():
+    assert benchmarks.hooks(judge_prompts.OFFICIAL_HOOK) == {"wenmind": official_prompts.OFFICIAL_JUDGE_PROMPTS}
+    assert judge_prompts.official_source("wenmind") is official_prompts.OFFICIAL_JUDGE_PROMPTS
+    for name in ("OFFICIAL_REPO", "OFFICIAL_COMMIT", "OFFICIAL_FILE", "OFFICIAL_URL", "OFFICIAL_SHA256"):
+        assert getattr(judge_prompts, name) == getattr(official_prompts, name), name
+    real = upstream("wenmind", "Task_Score_Prompt.json")
+    assert load_official(real) is official_prompts.load_official(real)
+    with pytest.raises(PromptError, match="the aceval card pins no official judge prompts"):
+        judge_prompts.official_source("aceval")
 
 
 def test_prompts_official_reads_the_pinned_file_from_the_cache_without_a_request(tmp_path, cache, monkeypatch):

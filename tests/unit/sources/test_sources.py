@@ -10,8 +10,8 @@ from collections import Counter
 from conftest import ROOT
 
 from pipeline.config import SourceSpec, load_sources
+from pipeline.sources.accounting import rows_accounted
 from pipeline.sources.ingest import parse_source
-from pipeline.sources.reading import rows_accounted
 from pipeline.standardize import standardize
 
 

@@ -11,8 +11,8 @@ import pytest
 
 from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
+from pipeline.sources.accounting import SourceError
 from pipeline.sources.ingest import parse_source
-from pipeline.sources.reading import SourceError
 
 
 def place(item) -> str:

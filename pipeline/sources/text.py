@@ -1,0 +1,190 @@
+"""Text that can always be stored: how source files are decoded, and the checks every raw row's
+text passes before an adapter reads it (pipeline/sources/README.md, "Rules").
+
+`text_problem` names the first thing in a raw row that cannot be stored or would silently change
+meaning (lone surrogates, NUL characters, fields over `MAX_FIELD_CHARS`, nesting over
+`MAX_NESTING`, NaN / infinite numbers); `item_problem` checks an item's column types;
+`safe_text` / `raw_text` turn anything into text a quarantine row can hold."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from pipeline.schema import ITEMS, JSON_COLUMNS
+
+# Limits on a row's text, checked for every raw row (pipeline/sources/README.md, "Rules").
+MAX_FIELD_CHARS = 100_000   # characters per text field: the longest real field is ~3,100
+MAX_NESTING = 32            # levels of JSON objects / arrays in one row: real rows use at most 3
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_TEXT_COLUMNS = {f.name for f in ITEMS if pa.types.is_string(f.type)} - set(JSON_COLUMNS)
+_LIST_COLUMNS = {f.name for f in ITEMS if pa.types.is_list(f.type)}
+
+
+# --- reading files as text ---------------------------------------------------------------------------
+
+def read_text(path: Path) -> str:
+    """UTF-8 with or without BOM (UTF-16 when a UTF-16 BOM says so); CRLF and CR normalised to LF.
+    Anything else raises UnicodeDecodeError, which callers turn into a quarantine row."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = data.decode("utf-16")
+    else:
+        text = data.decode("utf-8-sig")
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_lines(path: Path) -> list[str]:
+    """The file's lines; a final newline does not make an extra (empty) row."""
+    lines = read_text(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def display_path(path: Path, root: Path) -> str:
+    """Paths are recorded relative to the source root so item provenance does not depend on
+    where a user keeps the files."""
+    try:
+        shown = path.relative_to(root).as_posix()
+    except ValueError:
+        shown = path.as_posix()
+    return safe_text(shown)  # a file name that is not UTF-8 still gives a storable path
+
+
+# --- text that can always be stored -------------------------------------------------------------------
+
+def safe_text(text: str) -> str:
+    """`text` with lone surrogates written as `\\udXXX` escapes, so it can be encoded as UTF-8
+    (Arrow, parquet, DuckDB); any other text is returned unchanged."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def raw_text(raw: Any) -> str:
+    """A quarantined row as text, whatever it holds (nested too deeply to serialise, non-JSON
+    values, lone surrogates)."""
+    if not isinstance(raw, str):
+        try:
+            raw = json.dumps(raw, ensure_ascii=False, default=str)
+        except (RecursionError, ValueError, TypeError) as exc:
+            raw = f"<row not serialisable: {type(exc).__name__}>"
+    return safe_text(raw)
+
+
+def json_type(value: Any) -> str:
+    """How a value reads in JSON terms, for reasons ("question is an object, not text")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def non_text(record: dict, keys: Iterable[str]) -> str | None:
+    """The reason the first of `keys` that is present, not null and not a string makes the row
+    unreadable ("question is an object, not text"); None when they are all text or absent. Text
+    fields are never `str()`-ed: a number or object where text belongs is a broken row."""
+    for key in keys:
+        value = record.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{key} is {json_type(value)}, not text"
+    return None
+
+
+# --- the checks of a raw row and of an item ------------------------------------------------------------
+
+def text_problem(value: Any, name: str = "") -> str | None:
+    """The first thing in a raw row (a record, a list of fields, a line) that cannot be stored or
+    would silently change meaning, named by its field path; None when the row is sound:
+    a lone surrogate (`"\\ud800"`), a NUL character, a string over MAX_FIELD_CHARS characters,
+    a NaN or infinite number, or nesting deeper than MAX_NESTING."""
+    if _plainly_sound(value):
+        return None
+    return _walk(value, name)
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _plainly_sound(value: Any) -> bool:
+    """A fast check (the row as JSON text, at C speed) that says True only when `_walk` would find
+    nothing: no NaN, no surrogate, no NUL, the whole row within MAX_FIELD_CHARS, shallow enough.
+    Anything it cannot vouch for goes to `_walk`, which names the field."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    if len(text) > MAX_FIELD_CHARS or "\\u0000" in text or _SURROGATE.search(text):
+        return False
+    if text.count("[") + text.count("{") <= MAX_NESTING:
+        return True
+    depth = deepest = 0
+    for bracket in _BRACKET.findall(_JSON_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest <= MAX_NESTING
+
+
+def _walk(value: Any, name: str) -> str | None:
+    stack: list[tuple[str, Any, int]] = [(name, value, 0)]
+    while stack:
+        path, value, depth = stack.pop()
+        where = f" in {path}" if path else ""
+        if isinstance(value, str):
+            surrogate = _SURROGATE.search(value)
+            if surrogate:
+                return f"lone surrogate U+{ord(surrogate.group()):04X}{where} (not valid Unicode text)"
+            if "\x00" in value:
+                return f"NUL character{where}"
+            if len(value) > MAX_FIELD_CHARS:
+                return (f"{path or 'field'} is {len(value):,} characters, "
+                        f"over the limit of {MAX_FIELD_CHARS:,} per field")
+        elif isinstance(value, float):
+            if not math.isfinite(value):
+                return f"{value} is not a number{where}"
+        elif isinstance(value, (dict, list, tuple)):
+            if depth >= MAX_NESTING:
+                return f"nested more than {MAX_NESTING} levels deep{where}"
+            if isinstance(value, dict):
+                children = []
+                for key, child in value.items():
+                    key = str(key)
+                    children.append((f"{path}.{key}" if path else key, child, depth + 1))
+                    children.append((f"a key{where}", key, depth + 1))
+            else:
+                children = [(f"{path}[{i}]", child, depth + 1) for i, child in enumerate(value)]
+            stack.extend(reversed(children))
+    return None
+
+
+def item_problem(item: dict[str, Any], text: bool = True) -> str | None:
+    """Why an item (as an adapter built it) cannot be stored as it stands: a column of the wrong
+    type, or (with `text`) text that `text_problem` refuses. None when it can."""
+    for key, value in item.items():
+        if value is None:
+            continue
+        if key in _TEXT_COLUMNS and not isinstance(value, str):
+            return f"item field {key} is {json_type(value)}, not text"
+        if key in _LIST_COLUMNS and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+            return f"item field {key} must be a list of texts"
+        if key in JSON_COLUMNS and not isinstance(value, dict):
+            return f"item field {key} must be an object"
+    return text_problem(item) if text else None
