@@ -15,6 +15,7 @@ from assets.judge import judge_reliability
 from pipeline import aggregate, charts, paths, report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.schema import PAPER_TABLES, column_notes
 from pipeline.warehouse import connect_readonly, publish
 from resources.engines import WarehouseResource
 
@@ -33,7 +34,7 @@ def after_evaluation() -> dg.AutomationCondition:
 
 @dg.asset(
     group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
-    # It loads every lake table (BASE_TABLES in pipeline/warehouse.py); its deps are those no other
+    # It loads every lake table (BASE_TABLES in pipeline/warehouse/); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
     # responses, judgements and scores all lead to, and the side reports no other asset reads.
     deps=[judge_reliability, *SIDE_REPORTS],
@@ -57,7 +58,7 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
         "seconds": dg.MetadataValue.json({k: round(v, 2) for k, v in result.seconds.items()})})
     # one rule score per response; judged responses also have a judge row beside it
     with connect_readonly(db_path) as con:
-        rule_scores = con.execute("SELECT count(*) FROM scores WHERE coalesce(kind, 'rule') = 'rule'").fetchone()[0]
+        rule_scores = con.execute("SELECT count(*) FROM scores WHERE kind = 'rule'").fetchone()[0]
     yield dg.AssetCheckResult(check_name="scores_match_responses", passed=rule_scores == counts["responses"],
                               metadata={"responses": counts["responses"], "rule scores": rule_scores,
                                         "judge scores": counts["scores"] - rule_scores})
@@ -67,22 +68,8 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
 # They read the built warehouse and return metadata only (MaterializeResult): the rows stay in
 # DuckDB, never copied into the lake.
 
-# Columns of paper_tables whose meaning is not in their name.
-COLUMN_NOTES = {
-    "score": "x100 (0-100), by the paper's own rule",
-    "ci_low": "95% bootstrap interval, low end (x100)",
-    "ci_high": "95% bootstrap interval, high end (x100)",
-    "n_items": "official rows of the evaluated split: items asked, and rows left out or quarantined (the note says)",
-    "n_scored": "items with a score",
-    "coverage": "n_scored / n_items",
-    "capped": "the model's max_tokens cut the benchmark's generation budget",
-    "headline": "a leaderboard row",
-    "row_order": "the row's place in the paper's table",
-    "chance": "chance level x100 (1/k options, nested like the score); null where an item has none",
-    "scored_by": "who scored the row's items: rules, or judge <model> (<prompt set> prompts)",
-    "comparable": "false: the paper judged these items with an LLM, here rules or the demo judge did",
-    "note": "why coverage is below 1, why a row is not comparable, how its interval was drawn",
-}
+# Columns of paper_tables whose meaning is not in their name (their notes in pipeline/schema.py).
+COLUMN_NOTES = column_notes(PAPER_TABLES)
 
 
 def scores_markdown(frame: pd.DataFrame, titles: dict[str, str],

@@ -47,6 +47,8 @@ import pandas as pd
 import yaml
 from sacrebleu.metrics import BLEU, CHRF
 
+from pipeline import schema
+
 REPLICATES = 1000
 SEED = "wenheng"
 _POISSON_CDF = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(12)])
@@ -639,6 +641,5 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
     return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS + (["replicates"] if replicates else []))
 
 
-PAPER_TABLE_COLUMNS = [*RUN_KEYS, "capped", "benchmark", "table_name", "title", "row_order", "row_label", "metric",
-                       "score", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "headline", "note",
-                       "scored_by", "comparable", "chance"]
+# paper_tables' columns, declared in pipeline/schema.py (RUN_KEYS first)
+PAPER_TABLE_COLUMNS = schema.PAPER_TABLES.names

@@ -20,8 +20,10 @@ A recording is `<UTC time>-<content hash>`; each row carries its `snapshot`, `ve
 `corrections` (hash, '' for none), `recorded_at` and `recording`. The warehouse loads them as
 `item_history`, `response_history`, `score_history` and `audit_history` (the corrections audit,
 one row per change per version, never lost when the next build replaces `corrections_audit`);
-sql/40_history.sql adds `history_snapshots` and `score_changes`. Where a snapshot was recorded
-more than once (responses completed later), its latest recording is the one compared.
+sql/40_history.sql adds `history_snapshots` and `score_changes`, and the macros both they and
+`diff` read: `latest_items`, `latest_responses`, `latest_scores` (where a snapshot was recorded
+more than once, responses completed later, its latest recording is the one compared) and
+`score_changes_between` (the score changes between two snapshots).
 """
 
 from __future__ import annotations
@@ -42,36 +44,17 @@ import pyarrow.parquet as pq
 
 from pipeline import schema
 
-HISTORY_COLUMNS = pa.schema([
-    ("snapshot", pa.string()),      # version, or version+c<corrections hash>
-    ("version", pa.string()),       # the source version the rows were computed for
-    ("corrections", pa.string()),   # hash of the applied corrections ('' for none)
-    ("recorded_at", pa.timestamp("us", tz="UTC")),
-    ("recording", pa.string()),     # the file the row came from: <UTC time>-<content hash>
-])
-
-
-def _with_history(base: pa.Schema) -> pa.Schema:
-    for f in HISTORY_COLUMNS:
-        base = base.append(f)
-    return base
-
-
-# warehouse table -> schema; the lake table each records
-TABLES: dict[str, pa.Schema] = {
-    "item_history": _with_history(schema.ITEMS),
-    "response_history": _with_history(schema.RESPONSES),
-    "score_history": _with_history(schema.SCORES),
-    "audit_history": _with_history(schema.CORRECTIONS_AUDIT),
-}
+# warehouse table -> schema (pipeline/schema.py): the lake table each records, with the history's columns
+TABLES: dict[str, pa.Schema] = schema.HISTORY_TABLES
 _RECORDED = {"item_history": "items", "response_history": "responses", "score_history": "scores"}
 UNVERSIONED = "unversioned"
 
 
 def default_dir(lake_dir: Path) -> Path:
     """$WENHENG_HISTORY, else `history/` beside the lake (data/history)."""
-    value = os.environ.get("WENHENG_HISTORY")
-    return Path(value).expanduser().resolve() if value else lake_dir.parent / "history"
+    from pipeline.settings import settings
+
+    return settings().history or lake_dir.parent / "history"
 
 
 def files(history_dir: Path, table: str) -> list[Path]:
@@ -228,15 +211,10 @@ def _connect(db_or_con) -> tuple[duckdb.DuckDBPyConnection, bool]:
     return duckdb.connect(str(db_path), read_only=True), True
 
 
-# Latest recording of each snapshot (and model): what a snapshot is compared by.
-_LATEST = """
-WITH items_at AS (SELECT * FROM item_history WHERE benchmark = $benchmark
-                  QUALIFY recording = max(recording) OVER (PARTITION BY snapshot)),
-responses_at AS (SELECT * FROM response_history WHERE benchmark = $benchmark
-                 QUALIFY recording = max(recording) OVER (PARTITION BY snapshot, model)),
-scores_at AS (SELECT * FROM score_history WHERE benchmark = $benchmark
-              QUALIFY recording = max(recording) OVER (PARTITION BY snapshot, model)),
-a AS (SELECT * FROM items_at WHERE snapshot = $from), b AS (SELECT * FROM items_at WHERE snapshot = $to)
+# The two snapshots' items (each snapshot's latest recording: sql/40_history.sql).
+_ITEMS = """
+WITH a AS (SELECT * FROM latest_items($benchmark) WHERE snapshot = $from),
+b AS (SELECT * FROM latest_items($benchmark) WHERE snapshot = $to)
 """
 
 
@@ -299,7 +277,7 @@ def diff(db_or_con, benchmark: str, from_version: str, to_version: str) -> Diff:
         out = Diff(benchmark, src, dst)
 
         def ids(sql: str) -> list[str]:
-            return [r[0] for r in con.execute(_LATEST + sql, p).fetchall()]
+            return [r[0] for r in con.execute(_ITEMS + sql, p).fetchall()]
 
         out.added = ids("SELECT item_id FROM b ANTI JOIN a USING (item_id) ORDER BY 1")
         out.removed = ids("SELECT item_id FROM a ANTI JOIN b USING (item_id) ORDER BY 1")
@@ -309,24 +287,23 @@ def diff(db_or_con, benchmark: str, from_version: str, to_version: str) -> Diff:
         out.answer_changed = ids(both.format("a.answer IS DISTINCT FROM b.answer "
                                              "OR coalesce(a.\"references\", []) <> coalesce(b.\"references\", [])"))
         out.choices_changed = ids(both.format("coalesce(a.choices, []) <> coalesce(b.choices, [])"))
-        out.response_changed = [tuple(r) for r in con.execute(_LATEST + """
+        out.response_changed = [tuple(r) for r in con.execute("""
             SELECT x.item_id, x.model, x.setting, x.variant
-            FROM responses_at x JOIN responses_at y USING (item_id, model, setting, variant)
+            FROM latest_responses($benchmark) x JOIN latest_responses($benchmark) y
+            USING (item_id, model, setting, variant)
             WHERE x.snapshot = $from AND y.snapshot = $to
               AND (x.text IS DISTINCT FROM y.text OR x.error IS DISTINCT FROM y.error)
             ORDER BY ALL""", p).fetchall()]
-        out.score_changed = [tuple(r) for r in con.execute(_LATEST + """
-            SELECT x.item_id, x.model, x.setting, x.variant, coalesce(x.kind, 'rule'), x.score, y.score
-            FROM scores_at x JOIN scores_at y
-              ON x.item_id = y.item_id AND x.model = y.model AND x.setting = y.setting AND x.variant = y.variant
-             AND coalesce(x.kind, 'rule') = coalesce(y.kind, 'rule')
-            WHERE x.snapshot = $from AND y.snapshot = $to AND x.score IS DISTINCT FROM y.score
+        out.score_changed = [tuple(r) for r in con.execute("""
+            SELECT item_id, model, setting, variant, kind, old_score, new_score
+            FROM score_changes_between($benchmark, $from, $to) WHERE list_contains(changed, 'score')
             ORDER BY ALL""", p).fetchall()]
-        out.task_deltas = con.execute(_LATEST + """,
-            per AS (SELECT s.snapshot, s.model, s.setting, s.variant, coalesce(s.kind, 'rule') AS kind, i.task,
-                           count(s.score) AS n, avg(s.score) AS score
-                    FROM scores_at s JOIN items_at i ON i.item_id = s.item_id AND i.snapshot = s.snapshot
-                    WHERE s.snapshot IN ($from, $to) GROUP BY ALL)
+        out.task_deltas = con.execute("""
+            WITH per AS (SELECT s.snapshot, s.model, s.setting, s.variant, s.kind, i.task,
+                                count(s.score) AS n, avg(s.score) AS score
+                         FROM latest_scores($benchmark) s JOIN latest_items($benchmark) i
+                           ON i.item_id = s.item_id AND i.snapshot = s.snapshot
+                         WHERE s.snapshot IN ($from, $to) GROUP BY ALL)
             SELECT model, setting, variant, kind, task,
                    f.n AS n_from, f.score AS score_from, t.n AS n_to, t.score AS score_to,
                    t.score - f.score AS delta

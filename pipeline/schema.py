@@ -1,4 +1,5 @@
-"""The one place that defines wenheng's tables: items, quarantine, responses, judgements, scores.
+"""The one place that defines wenheng's tables: items, quarantine, responses, judgements, scores,
+and the warehouse's own (history, bookkeeping, paper tables).
 
 Every stage builds plain dicts, then `to_frame(rows, SCHEMA)` turns them into a pandas frame
 with exactly these columns and Arrow types, so parquet files and DuckDB tables always agree.
@@ -100,6 +101,16 @@ DEDUP_CLUSTERS = pa.schema([
     ("is_representative", pa.bool_()),
     ("max_jaccard", pa.float64()),
     ("exact_duplicate", pa.bool_()),
+])
+
+# dedup's per-item signatures (pipeline/dedup/signatures.py fills it)
+ITEM_SIGNATURES = pa.schema([
+    ("item_id", pa.string()),
+    ("benchmark", pa.string()),
+    ("key_hash", pa.string()),   # sha256 of the template-free key and every DedupParams field
+    ("key", pa.string()),        # template-free match key ("" when nothing is left to compare)
+    ("full_key", pa.string()),   # match key with the template (pairs across tasks are checked on it)
+    ("minhash", pa.binary()),    # num_perm uint32 values, little-endian; null for an empty key
 ])
 
 CONTAMINATION = pa.schema([
@@ -237,6 +248,102 @@ JUDGE_RELIABILITY = pa.schema([
     ("swap_consistency", pa.float64()),
     ("note", _str),
 ])
+
+# ---- the warehouse's own tables (pipeline/warehouse) ------------------------------------------
+
+# What the history (pipeline/history.py) adds to each row it records.
+HISTORY_COLUMNS = pa.schema([
+    ("snapshot", _str),         # version, or version+c<corrections hash>
+    ("version", _str),          # the source version the rows were computed for
+    ("corrections", _str),      # hash of the applied corrections ('' for none)
+    ("recorded_at", pa.timestamp("us", tz="UTC")),
+    ("recording", _str),        # the file the row came from: <UTC time>-<content hash>
+])
+
+
+def _with_history(base: pa.Schema) -> pa.Schema:
+    for f in HISTORY_COLUMNS:
+        base = base.append(f)
+    return base
+
+
+# warehouse table -> schema: the lake table each records, with the history's columns
+HISTORY_TABLES: dict[str, pa.Schema] = {
+    "item_history": _with_history(ITEMS),
+    "response_history": _with_history(RESPONSES),
+    "score_history": _with_history(SCORES),
+    "audit_history": _with_history(CORRECTIONS_AUDIT),
+}
+
+# The value a column takes in the rows of files written before it existed (the column missing,
+# or null there), set once, as the warehouse loads lake and history files: score files written
+# before `kind` existed hold rule rows only.
+LOAD_DEFAULTS: dict[str, dict[str, str]] = {
+    "scores": {"kind": "rule"},
+    "score_history": {"kind": "rule"},
+}
+
+# The warehouse's bookkeeping: every file it loaded (its fingerprint and the rows it holds, as
+# JSON (column, value) pairs), the build (the layout hash of the code that made it), and per
+# benchmark x model run a digest of the units its paper_tables rows were computed from.
+BOOKKEEPING: dict[str, pa.Schema] = {
+    "_published": pa.schema([("table_name", _str), ("path", _str), ("size", pa.int64()),
+                             ("mtime_ns", pa.int64()), ("key", _str)]),
+    "_build": pa.schema([("layout", _str), ("built_at", pa.timestamp("us", tz="UTC")),
+                         ("mode", _str)]),   # full | incremental
+    "_paper_inputs": pa.schema([("benchmark", _str), ("model", _str), ("digest", _str)]),
+}
+
+
+def _noted(name: str, type_: pa.DataType, note: str) -> pa.Field:
+    """A column whose meaning is not in its name: the note is shown with it (the UI's column schema)."""
+    return pa.field(name, type_, metadata={"note": note})
+
+
+# Every row of every card's paper tables, long form (pipeline/aggregate.paper_tables): per model x
+# variant x setting x split x table row x metric.
+PAPER_TABLES = pa.schema([
+    ("model", _str),
+    ("variant", _str),
+    ("setting", _str),
+    ("split", _str),
+    _noted("capped", pa.bool_(), "the model's max_tokens cut the benchmark's generation budget"),
+    ("benchmark", _str),
+    ("table_name", _str),
+    ("title", _str),
+    _noted("row_order", pa.int64(), "the row's place in the paper's table"),
+    ("row_label", _str),
+    ("metric", _str),
+    _noted("score", pa.float64(), "x100 (0-100), by the paper's own rule"),
+    _noted("ci_low", pa.float64(), "95% bootstrap interval, low end (x100)"),
+    _noted("ci_high", pa.float64(), "95% bootstrap interval, high end (x100)"),
+    _noted("n_items", pa.int64(), "official rows of the evaluated split: items asked, and rows left out or "
+                                  "quarantined (the note says)"),
+    _noted("n_scored", pa.int64(), "items with a score"),
+    _noted("coverage", pa.float64(), "n_scored / n_items"),
+    _noted("headline", pa.bool_(), "a leaderboard row"),
+    _noted("note", _str, "why coverage is below 1, why a row is not comparable, how its interval was drawn"),
+    _noted("scored_by", _str, "who scored the row's items: rules, or judge <model> (<prompt set> prompts)"),
+    _noted("comparable", pa.bool_(), "false: the paper judged these items with an LLM, here rules or the demo "
+                                     "judge did"),
+    _noted("chance", pa.float64(), "chance level x100 (1/k options, nested like the score); null where an item "
+                                   "has none"),
+])
+
+# The paper tables again per scanned corpus, on the items that corpus does not contaminate.
+PAPER_TABLES_CLEAN = pa.schema([("corpus", _str), *PAPER_TABLES])
+
+# Every row quarantined at ingestion, with the split and task (and question group and part) its
+# card's `quarantine:` layout places it in (aggregate.place_quarantine).
+QUARANTINE_PLACED = pa.schema([(name, _str) for name in (
+    "benchmark", "unit_id", "source_file", "source_locator", "split", "task", "group", "part")])
+
+
+def column_notes(table_schema: pa.Schema) -> dict[str, str]:
+    """column -> its note, for the columns that have one."""
+    return {f.name: f.metadata[b"note"].decode("utf-8") for f in table_schema
+            if f.metadata and b"note" in f.metadata}
+
 
 # Columns that hold a JSON document in a table and a dict (or list) in memory: encoded by
 # `to_frame` and decoded by `records`, so no stage in between ever parses or writes JSON.

@@ -25,7 +25,6 @@ import pyarrow.parquet as pq
 from upath import UPath
 
 from pipeline import paths, schema
-from pipeline.dedup import SIGNATURES_SCHEMA
 
 RAW_PREFIX = "raw_"   # raw_items holds schema.RAW_ROWS
 
@@ -42,8 +41,6 @@ def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
     name = asset_key.path[-1]
     if name.startswith(RAW_PREFIX):
         return schema.RAW_ROWS
-    if name == "item_signatures":   # dedup's own table, declared beside the code that fills it
-        return SIGNATURES_SCHEMA
     declared = getattr(schema, name.upper(), None)
     if not isinstance(declared, pa.Schema):
         raise KeyError(f"asset {asset_key.to_user_string()} has no lake schema: pipeline/schema.py must "

@@ -3,7 +3,7 @@
 -- be scored, and the mean score. The papers' own tables are in paper_tables.
 CREATE OR REPLACE TABLE model_task_scores AS
 SELECT
-    coalesce(s.kind, 'rule')       AS kind,
+    s.kind,
     s.model,
     s.benchmark,
     s.variant,

@@ -11,7 +11,7 @@ WITH paired AS (
     FROM scores t
     JOIN scores s
       ON s.item_id = t.item_id AND s.setting = t.setting AND s.model = t.model
-     AND s.variant = 'simplified' AND coalesce(s.kind, 'rule') = coalesce(t.kind, 'rule')
+     AND s.variant = 'simplified' AND s.kind = t.kind
     WHERE t.variant LIKE 'traditional%' AND coalesce(t.kind, 'rule') = 'rule'
       AND t.score IS NOT NULL AND s.score IS NOT NULL
 )

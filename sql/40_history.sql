@@ -1,6 +1,21 @@
--- Every snapshot of every benchmark the history holds (pipeline/history.py): a source version,
--- with the corrections applied to it, when it was first and last recorded, its items and the
--- models with responses on it, and the snapshot before it (by first recording).
+-- Each snapshot's latest recording in the history (pipeline/history.py), per model for responses
+-- and scores: what a snapshot is compared by. `bench`: that benchmark's snapshots; NULL: every
+-- benchmark's.
+CREATE OR REPLACE MACRO latest_items(bench) AS TABLE
+SELECT * FROM item_history WHERE bench IS NULL OR benchmark = bench
+QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot);
+
+CREATE OR REPLACE MACRO latest_responses(bench) AS TABLE
+SELECT * FROM response_history WHERE bench IS NULL OR benchmark = bench
+QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot, model);
+
+CREATE OR REPLACE MACRO latest_scores(bench) AS TABLE
+SELECT * FROM score_history WHERE bench IS NULL OR benchmark = bench
+QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot, model);
+
+-- Every snapshot of every benchmark the history holds: a source version, with the corrections
+-- applied to it, when it was first and last recorded, its items and the models with responses on
+-- it, and the snapshot before it (by first recording).
 CREATE OR REPLACE VIEW history_snapshots AS
 WITH snaps AS (
     SELECT benchmark, snapshot, any_value(version) AS version, any_value(corrections) AS corrections,
@@ -15,21 +30,20 @@ SELECT s.*, (SELECT count(DISTINCT model) FROM response_history r
 FROM snaps s
 ORDER BY s.benchmark, s.first_recorded;
 
--- Which scores changed from one snapshot of a benchmark to the next, and why: one row per item x
+-- Which scores changed from one snapshot of a benchmark to another, and why: one row per item x
 -- model x setting x variant x scorer kind scored in both whose question, answer, choices,
--- response or score differs (`changed` lists which). Each snapshot's latest recording is compared;
--- `wenheng diff` compares any two snapshots.
-CREATE OR REPLACE VIEW score_changes AS
-WITH items_at AS (SELECT * FROM item_history
-                  QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot)),
-responses_at AS (SELECT * FROM response_history
-                 QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot, model)),
-scores_at AS (SELECT * FROM score_history
-              QUALIFY recording = max(recording) OVER (PARTITION BY benchmark, snapshot, model)),
-pairs AS (SELECT benchmark, previous AS from_snapshot, snapshot AS to_snapshot FROM history_snapshots
-          WHERE previous IS NOT NULL),
+-- response or score differs (`changed` lists which). `bench`, `from_snap`, `to_snap`: those two
+-- snapshots of that benchmark (`wenheng diff`); all NULL: each snapshot of every benchmark against
+-- the one before it (`score_changes`).
+CREATE OR REPLACE MACRO score_changes_between(bench, from_snap, to_snap) AS TABLE
+WITH pairs AS (
+    SELECT benchmark, previous AS from_snapshot, snapshot AS to_snapshot FROM history_snapshots
+    WHERE bench IS NULL AND previous IS NOT NULL
+    UNION ALL
+    SELECT bench, from_snap, to_snap WHERE bench IS NOT NULL
+),
 compared AS (
-    SELECT p.benchmark, y.item_id, iy.task, y.model, y.setting, y.variant, coalesce(y.kind, 'rule') AS kind,
+    SELECT p.benchmark, y.item_id, iy.task, y.model, y.setting, y.variant, y.kind,
            p.from_snapshot, p.to_snapshot, ix.version AS from_version, iy.version AS to_version,
            x.score AS old_score, y.score AS new_score,
            list_filter([
@@ -41,16 +55,21 @@ compared AS (
                CASE WHEN rx.text IS DISTINCT FROM ry.text OR rx.error IS DISTINCT FROM ry.error THEN 'response' END,
                CASE WHEN x.score IS DISTINCT FROM y.score THEN 'score' END], lambda c: c IS NOT NULL) AS changed
     FROM pairs p
-    JOIN scores_at x ON x.benchmark = p.benchmark AND x.snapshot = p.from_snapshot
-    JOIN scores_at y ON y.benchmark = p.benchmark AND y.snapshot = p.to_snapshot AND y.item_id = x.item_id
-                    AND y.model = x.model AND y.setting = x.setting AND y.variant = x.variant
-                    AND coalesce(y.kind, 'rule') = coalesce(x.kind, 'rule')
-    JOIN items_at ix ON ix.benchmark = p.benchmark AND ix.snapshot = p.from_snapshot AND ix.item_id = x.item_id
-    JOIN items_at iy ON iy.benchmark = p.benchmark AND iy.snapshot = p.to_snapshot AND iy.item_id = y.item_id
-    LEFT JOIN responses_at rx ON rx.snapshot = p.from_snapshot AND rx.item_id = x.item_id AND rx.model = x.model
-                             AND rx.setting = x.setting AND rx.variant = x.variant
-    LEFT JOIN responses_at ry ON ry.snapshot = p.to_snapshot AND ry.item_id = y.item_id AND ry.model = y.model
-                             AND ry.setting = y.setting AND ry.variant = y.variant
+    JOIN latest_scores(bench) x ON x.benchmark = p.benchmark AND x.snapshot = p.from_snapshot
+    JOIN latest_scores(bench) y ON y.benchmark = p.benchmark AND y.snapshot = p.to_snapshot
+                               AND y.item_id = x.item_id AND y.model = x.model AND y.setting = x.setting
+                               AND y.variant = x.variant AND y.kind = x.kind
+    JOIN latest_items(bench) ix ON ix.benchmark = p.benchmark AND ix.snapshot = p.from_snapshot
+                               AND ix.item_id = x.item_id
+    JOIN latest_items(bench) iy ON iy.benchmark = p.benchmark AND iy.snapshot = p.to_snapshot
+                               AND iy.item_id = y.item_id
+    LEFT JOIN latest_responses(bench) rx ON rx.snapshot = p.from_snapshot AND rx.item_id = x.item_id
+                                        AND rx.model = x.model AND rx.setting = x.setting AND rx.variant = x.variant
+    LEFT JOIN latest_responses(bench) ry ON ry.snapshot = p.to_snapshot AND ry.item_id = y.item_id
+                                        AND ry.model = y.model AND ry.setting = y.setting AND ry.variant = y.variant
 )
-SELECT * FROM compared WHERE len(changed) > 0
+SELECT * FROM compared WHERE len(changed) > 0;
+
+CREATE OR REPLACE VIEW score_changes AS
+SELECT * FROM score_changes_between(NULL, NULL, NULL)
 ORDER BY benchmark, to_snapshot, model, setting, variant, kind, item_id;

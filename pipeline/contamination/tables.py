@@ -5,7 +5,7 @@
 Read from a read-only connection to the warehouse: `corpus_overlap` and `corpus_quarantine`, the
 views of sql/50_corpus_contamination.sql (`corpus_contamination`, `corpus_contamination_by_field`)
 and `contamination_effect` (each paper-table row on all items and on the items the corpus does not
-contaminate; pipeline/warehouse.py). A warehouse built before these tables existed reads as one
+contaminate; pipeline/warehouse/). A warehouse built before these tables existed reads as one
 in which no corpus was scanned.
 """
 
@@ -170,7 +170,7 @@ def _width(text: str) -> int:
 
 
 def table(headers: Sequence[str], body: Sequence[Sequence[Any]], align: str = "l", indent: str = "  ") -> str:
-    """Plain columns as pipeline/cli.py's text_table, aligned per column by `align` (l or r; the
+    """Plain columns as pipeline/cli/output.py's text_table, aligned per column by `align` (l or r; the
     columns past its end right-aligned, numbers) and measured in terminal columns, so that Chinese
     text keeps them aligned."""
     rows = [[str(c) for c in row] for row in [headers, *body]]

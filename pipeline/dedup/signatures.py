@@ -38,17 +38,11 @@ from pipeline.dedup.clusters import (
 from pipeline.dedup.keys import item_text, match_keys, strip_templates
 from pipeline.dedup.minhash import candidate_pairs, shingle_hashes, signatures, verified_pairs
 from pipeline.dedup.params import DedupParams
+from pipeline.schema import ITEM_SIGNATURES
 
 _DEFAULTS = DedupParams()
 
-SIGNATURES_SCHEMA = pa.schema([
-    ("item_id", pa.string()),
-    ("benchmark", pa.string()),
-    ("key_hash", pa.string()),   # sha256 of the template-free key and every DedupParams field
-    ("key", pa.string()),        # template-free match key ("" when nothing is left to compare)
-    ("full_key", pa.string()),   # match key with the template (pairs across tasks are checked on it)
-    ("minhash", pa.binary()),    # num_perm uint32 values, little-endian; null for an empty key
-])
+SIGNATURES_SCHEMA = ITEM_SIGNATURES   # the lake table item_signatures (pipeline/schema.py)
 
 
 def _params_fingerprint(params: DedupParams) -> str:

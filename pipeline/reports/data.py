@@ -46,7 +46,7 @@ def csv_frame(rows: pd.DataFrame) -> pd.DataFrame:
 # ---- samples ---------------------------------------------------------------------------------
 
 SAMPLES_SQL = """
-WITH rule AS (SELECT * FROM scores WHERE coalesce(kind, 'rule') = 'rule'),
+WITH rule AS (SELECT * FROM scores WHERE kind = 'rule'),
      judge AS (SELECT * FROM scores WHERE kind = 'judge'),
      verdicts AS (   -- the latest verdict of a response and judge: never a sample twice
        SELECT item_id, variant, setting, model, judge_model,

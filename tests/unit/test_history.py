@@ -235,3 +235,21 @@ def test_diff_command_lists_known_versions_for_an_unknown_one(lake, tmp_path, mo
     assert "wenmind: v1 -> v1" in out and "no task score moved" in out
     assert history.diff_command("nosuch", "v1", "v1") == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_score_files_written_before_kind_existed_publish_rule_rows(lake, tmp_path):
+    """A scores file without the `kind` column, and one with it null: rule rows in the warehouse,
+    its aggregates and the history, as the warehouse loads them."""
+    no_kind = lake / "scores" / "wenmind" / "m0.parquet"
+    pq.write_table(pq.read_table(no_kind).drop_columns(["kind"]), no_kind)
+    null_kind = lake / "scores" / "aceval" / "m1.parquet"
+    scores = pq.read_table(null_kind)
+    pq.write_table(scores.set_column(scores.schema.get_field_index("kind"), "kind",
+                                     pa.nulls(len(scores), pa.string())), null_kind)
+    db = tmp_path / "warehouse.duckdb"
+    result = publish(db, lake, paths.SQL_DIR)
+    with duckdb.connect(str(db), read_only=True) as con:
+        for table in ("scores", "score_history", "model_task_scores"):
+            kinds = con.execute(f"SELECT kind, count(*) FROM {table} GROUP BY 1").fetchall()
+            assert [k for k, _ in kinds] == ["rule"], table
+        assert con.execute("SELECT count(*) FROM scores").fetchone()[0] == result.counts["responses"]

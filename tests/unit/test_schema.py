@@ -185,3 +185,21 @@ def test_gc_is_paused_only_inside_and_restored_as_it_was():
     with pytest.raises(RuntimeError), schema.gc_paused():
         raise RuntimeError("inside")
     assert gc.isenabled()
+
+
+def test_the_warehouse_tables_are_declared_once_here():
+    from pipeline import aggregate, history
+    from pipeline.warehouse import CLEAN_COLUMNS, PAPER_TABLE_TYPES
+
+    assert aggregate.PAPER_TABLE_COLUMNS == schema.PAPER_TABLES.names
+    assert aggregate.PAPER_TABLE_COLUMNS[:len(aggregate.RUN_KEYS)] == aggregate.RUN_KEYS
+    assert CLEAN_COLUMNS == ["corpus", *schema.PAPER_TABLES.names]
+    assert PAPER_TABLE_TYPES.startswith('CAST("model" AS VARCHAR) AS "model", ')
+    assert history.TABLES is schema.HISTORY_TABLES
+    for table, table_schema in schema.HISTORY_TABLES.items():
+        assert table_schema.names[-len(schema.HISTORY_COLUMNS):] == schema.HISTORY_COLUMNS.names, table
+    notes = schema.column_notes(schema.PAPER_TABLES)
+    assert set(notes) < set(schema.PAPER_TABLES.names)
+    assert notes["coverage"] == "n_scored / n_items" and "model" not in notes
+    assert schema.column_notes(schema.PAPER_TABLES_CLEAN) == notes
+    assert set(schema.LOAD_DEFAULTS) <= {"scores", *schema.HISTORY_TABLES}

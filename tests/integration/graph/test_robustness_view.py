@@ -22,7 +22,7 @@ def _items():
 
 def _score(item_id, variant, score, model="m1", setting="zero_shot"):
     return {"item_id": item_id, "benchmark": item_id.split("/")[0], "variant": variant, "setting": setting,
-            "model": model, "scorer": "rule@1", "score": score}
+            "model": model, "scorer": "rule@1", "kind": "rule", "score": score}
 
 
 def _warehouse(scores):
