@@ -6,5 +6,5 @@
   run.py          judging a partition through the engine layer and the response cache, retries
   reliability.py  repeat spread, judge vs rule agreement (Cohen's kappa), the Markdown table
 
-Configured in models.yaml `judges:` (pipeline.config `load_judges`); wired as the
+Configured in models.yaml `judges:` (pipeline/config/loading.py `load_judges`); wired as the
 `judgements` and `judge_reliability` assets (assets/judge.py)."""

@@ -14,7 +14,7 @@ An official prompt file is a benchmark's own: its card declares `OFFICIAL_JUDGE_
 registry hands it here (`pipeline.benchmarks.hooks`); WenMind's is
 pipeline/benchmarks/wenmind/official_prompts.py. `OFFICIAL_REPO`, `OFFICIAL_COMMIT`,
 `OFFICIAL_FILE`, `OFFICIAL_URL`, `OFFICIAL_SHA256` and `load_official` name the pin and reader of
-the card that declares one (pipeline/config.py reads them for `prompts: official`)."""
+the card that declares one (pipeline/config/judges.py reads them for `prompts: official`)."""
 
 from __future__ import annotations
 
@@ -186,7 +186,7 @@ def load_official(path: Path, bench: str | None = None) -> OfficialPrompts:
     return official_source(bench).load(path)
 
 
-# The pin of the card's official file, by the names pipeline/config.py reads (`OFFICIAL_URL`, ...).
+# The pin of the card's official file, by the names pipeline/config/judges.py reads (`OFFICIAL_URL`, ...).
 _PINNED = {"OFFICIAL_REPO": "repo", "OFFICIAL_COMMIT": "commit", "OFFICIAL_FILE": "file",
            "OFFICIAL_URL": "url", "OFFICIAL_SHA256": "sha256"}
 

@@ -94,7 +94,20 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
     responses = list(responses)
     identity = judge_identity(spec, engine)
     stats = JudgeStats()
-    base = _base(spec, prompts, identity)
+    rows, pending = _route(prompts, responses, items_by_id, _base(spec, prompts, identity), stats)
+    for attempt in range(1, spec.retries + 2):
+        if not pending:
+            break
+        pending = _attempt(spec, prompts, engine, identity, cache, log, pending, attempt, rows, stats)
+    order = {tuple(r[k] for k in RESPONSE_KEYS): n for n, r in enumerate(responses)}
+    rows.sort(key=lambda r: order.get(tuple(r[k] for k in RESPONSE_KEYS), len(order)))
+    return rows, stats
+
+
+def _route(prompts: PromptSet, responses: list[Mapping[str, Any]], items_by_id: Mapping[str, Mapping[str, Any]],
+           base: Mapping[str, Any], stats: JudgeStats) -> tuple[list[dict[str, Any]], list[_Pending]]:
+    """The responses the card routes to the judge: a row at once for each that cannot be judged
+    (no response, no gold, no prompt), the others pending."""
     rows: list[dict[str, Any]] = []
     pending: list[_Pending] = []
     for response in responses:
@@ -116,44 +129,46 @@ def judge_responses(spec: JudgeSpec, prompts: PromptSet, engine: Engine, respons
             rows.append(_row(head, prepared.score_type, None, 0, None, None, reason))
             continue
         pending.append(_Pending(head, prepared))
-    for attempt in range(1, spec.retries + 2):
-        if not pending:
-            break
-        batch = [(p, request(spec, identity, p.judged.score_type, with_reminder(prompts, p.judged, attempt)))
-                 for p in pending]
-        completions, run = run_with_cache(engine, [req for _, req in batch], cache, log=log,
-                                          label=f"judge {spec.model} ({spec.benchmark})")
-        stats.calls += run.requested
-        stats.cache_hits += run.cache_hits
-        stats.sent += run.sent
-        stats.retries += len(batch) if attempt > 1 else 0
-        still: list[_Pending] = []
-        for p, req in batch:
-            done = completions[req.cache_key]
-            if done.error:
-                stats.errors += 1
+    return rows, pending
+
+
+def _attempt(spec: JudgeSpec, prompts: PromptSet, engine: Engine, identity: Mapping[str, Any], cache: ResponseCache,
+             log: Callable[[str], None], pending: list[_Pending], attempt: int, rows: list[dict[str, Any]],
+             stats: JudgeStats) -> list[_Pending]:
+    """Attempt `attempt` (1, 2, ...) of the pending judgements: a row in `rows` for each verdict read,
+    judge error, or verdict still unreadable after the last retry; returns the ones to ask again."""
+    batch = [(p, request(spec, identity, p.judged.score_type, with_reminder(prompts, p.judged, attempt)))
+             for p in pending]
+    completions, run = run_with_cache(engine, [req for _, req in batch], cache, log=log,
+                                      label=f"judge {spec.model} ({spec.benchmark})")
+    stats.calls += run.requested
+    stats.cache_hits += run.cache_hits
+    stats.sent += run.sent
+    stats.retries += len(batch) if attempt > 1 else 0
+    still: list[_Pending] = []
+    for p, req in batch:
+        done = completions[req.cache_key]
+        if done.error:
+            stats.errors += 1
+            rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
+                             f"judge error: {redact(done.error)}", failures=p.failures, messages=req.messages))
+            continue
+        try:
+            verdict = parse(p.judged.score_type, done.text)
+        except Unparseable as exc:
+            p.failures.append({"text": (done.text or "")[:TEXT_KEPT], "error": str(exc)})
+            if attempt <= spec.retries:
+                still.append(p)
+            else:
+                stats.unparseable += 1
                 rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
-                                 f"judge error: {redact(done.error)}", failures=p.failures, messages=req.messages))
-                continue
-            try:
-                verdict = parse(p.judged.score_type, done.text)
-            except Unparseable as exc:
-                p.failures.append({"text": (done.text or "")[:TEXT_KEPT], "error": str(exc)})
-                if attempt <= spec.retries:
-                    still.append(p)
-                else:
-                    stats.unparseable += 1
-                    rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text,
-                                     f"unparseable verdict after {attempt} attempts: {exc}", failures=p.failures,
-                                     messages=req.messages))
-                continue
-            stats.judged += 1
-            rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text, None,
-                             verdict, p.failures, messages=req.messages))
-        pending = still
-    order = {tuple(r[k] for k in RESPONSE_KEYS): n for n, r in enumerate(responses)}
-    rows.sort(key=lambda r: order.get(tuple(r[k] for k in RESPONSE_KEYS), len(order)))
-    return rows, stats
+                                 f"unparseable verdict after {attempt} attempts: {exc}", failures=p.failures,
+                                 messages=req.messages))
+            continue
+        stats.judged += 1
+        rows.append(_row(p.response, p.judged.score_type, p.judged, attempt, req.cache_key, done.text, None,
+                         verdict, p.failures, messages=req.messages))
+    return still
 
 
 def _base(spec: JudgeSpec, prompts: PromptSet, identity: Mapping[str, Any]) -> dict[str, Any]:

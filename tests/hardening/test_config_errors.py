@@ -23,6 +23,7 @@ WENMIND = SAMPLES / "wenmind" / "WenMind_sample.json"
 ACEVAL = SAMPLES / "aceval"
 GOOD_SOURCES = f"benchmarks:\n  wenmind: {{path: {WENMIND}, version: s1}}\n"
 GOOD_MODELS = "models:\n  oracle: {engine: baseline, strategy: oracle}\n"
+JUDGE_MODELS = GOOD_MODELS + "  j: {engine: openai, model: x, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}\n"
 UNSET_KEY = "WENHENG_CORPUS_UNSET_KEY"   # never set: the api_key_env cases name it
 OPENAI = "    engine: openai\n    model: x\n    base_url: http://127.0.0.1:9/v1\n    api_key_env: null\n"
 
@@ -156,20 +157,21 @@ CASES = [
     ("settings_not_list", "models",
      _models("    engine: baseline\n    strategy: oracle\n    settings: {aceval: zero_shot_ao}\n"),
      [("models.m.settings.aceval", "'zero_shot_ao'")]),
-    ("engine_unknown", "models", _models("    engine: tgi\n"), ["models.m.engine"]),
+    ("engine_unknown", "models", _models("    engine: tgi\n"),
+     [("models.m: engine must be one of vllm, openai, baseline", "(got 'tgi')")]),
     # -- models.yaml: engine parameters, each against its engine's declared type and rules
     ("baseline_unknown_param", "models", _models("    engine: baseline\n    strategy: oracle\n    temprature: 1\n"),
      ["models.m"]),
     ("baseline_bad_strategy", "models", _models("    engine: baseline\n    strategy: clever\n"), ["models.m"]),
     ("baseline_seed_string", "models", _models("    engine: baseline\n    strategy: random\n    seed: '3'\n"),
-     [("models.m.seed", "expected a whole number (got '3')")]),
+     [("models.m.seed", "expected an integer (got '3')")]),
     ("openai_unknown_param", "models", _models(OPENAI + "    concurency: 4\n"), ["models.m"]),
     ("openai_missing_model", "models", _models("    engine: openai\n    base_url: http://127.0.0.1:9/v1\n"),
      ["models.m"]),
     ("openai_bad_concurrency", "models", _models(OPENAI + "    concurrency: 0\n"),
      [("models.m.concurrency", ">= 1 (got 0)")]),
     ("openai_concurrency_float", "models", _models(OPENAI + "    concurrency: 2.5\n"),
-     [("models.m.concurrency", "a whole number")]),
+     [("models.m.concurrency", "an integer >= 1", "(got 2.5)")]),
     ("openai_timeout_negative", "models", _models(OPENAI + "    timeout_s: -1\n"),
      [("models.m.timeout_s", "> 0", "(got -1)")]),
     ("openai_timeout_word", "models", _models(OPENAI + "    timeout_s: fast\n"),
@@ -201,7 +203,7 @@ CASES = [
      [("models.m.api_key_env", "OPENAI_API_KEY (the default) is not set")]),
     ("openai_revision_list", "models", _models(OPENAI + "    revision: [r1, r2]\n"), ["models.m.revision"]),
     ("openai_every_bad_key", "models", _models(OPENAI + "    timeout_s: -1\n    chat: maybe\n    max_retries: 99\n"),
-     ["models.m.timeout_s", "models.m.chat", "models.m.max_retries"]),
+     ["models.m.chat", "models.m.timeout_s", "models.m.max_retries"]),   # in the engine's parameter order
     ("vllm_unknown_param", "models", _models("    engine: vllm\n    model: x\n    gpu_memory_utilisation: 0.5\n"),
      ["models.m"]),
     ("vllm_tensor_parallel_zero", "models", _models("    engine: vllm\n    model: x\n    tensor_parallel_size: 0\n"),
@@ -223,6 +225,36 @@ CASES = [
      ["judges.wenmind.tempreature", "judges.wenmind.model"]),
     ("judge_unknown_benchmark", "models", GOOD_MODELS + "judges:\n  nosuch: {model: oracle}\n", ["judges.nosuch"]),
     ("models_unknown_top", "models", GOOD_MODELS + "judge:\n  wenmind: {model: oracle}\n", ["judge"]),
+    # -- values of a type the key does not take (`false` or 0 is not `null`: only null means the default)
+    ("sources_sha256_list_on_path", "sources", _wenmind(", sha256: [a]"),
+     [("benchmarks.wenmind.sha256", "expected a string", "(got ['a'])")]),
+    ("sampling_false", "models", _models("    engine: baseline\n    strategy: oracle\n    sampling: false\n"),
+     [("models.m.sampling", "expected a mapping with some of ['max_tokens', 'temperature']", "(got False)")]),
+    ("sampling_max_tokens_float", "models",
+     _models("    engine: baseline\n    strategy: oracle\n    sampling: {max_tokens: 64.0}\n"),
+     [("models.m.sampling.max_tokens", "an integer >= 1", "(got 64.0)")]),
+    ("variants_zero", "models", _models("    engine: baseline\n    strategy: oracle\n    variants: 0\n"),
+     [("models.m.variants", "expected a list", "(got 0)")]),
+    ("judges_false", "models", GOOD_MODELS + "judges: false\n", [("judges", "expected a mapping", "(got False)")]),
+    # -- judges and their models: each value typed, every problem of the file reported together
+    ("judges_list_beside_a_broken_model", "models",
+     GOOD_MODELS + "  bad: {engine: baseline, strategy: oracle, seed: x}\njudges: [wenmind]\n",
+     [("judges", "expected a mapping", "(got ['wenmind'])"), ("models.bad.seed", "(got 'x')")]),
+    ("judge_model_negative_concurrency", "models", JUDGE_MODELS.replace("api_key_env: null", "concurrency: -2")
+     + "judges:\n  wenmind: {model: j}\n", [("models.j.concurrency", "an integer >= 1", "(got -2)")]),
+    ("judge_max_tokens_float", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, max_tokens: 2.0}\n",
+     [("judges.wenmind.max_tokens", "expected an integer >= 1", "(got 2.0)")]),
+    ("judge_reliability_list", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, reliability: [1, 2]}\n",
+     [("judges.wenmind.reliability", "expected a mapping with some of", "(got [1, 2])")]),
+    ("judge_reliability_zero", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, reliability: 0}\n",
+     [("judges.wenmind.reliability", "expected a mapping with some of", "(got 0)")]),
+    ("judge_reliability_repeats_float", "models",
+     JUDGE_MODELS + "judges:\n  wenmind: {model: j, reliability: {repeats: 2.5, temperature: .nan}}\n",
+     [("judges.wenmind.reliability.temperature", "repeats need a number > 0 and <= 2", "(got nan)"),
+      ("judges.wenmind.reliability.repeats", "expected an integer >= 0", "(got 2.5)")]),
+    ("judge_prompts_without_file", "models",
+     JUDGE_MODELS + f"judges:\n  wenmind: {{model: j, prompts: {{sha256: {SHA}}}}}\n",
+     [("judges.wenmind.prompts.official", "missing")]),
     # -- the command line
     ("select_no_asset", "args", ["--select", "key:nosuch_asset"], [("--select 'key:nosuch_asset'", "matches no asset")]),
     ("select_unknown_key", "args", ["--select", "nosuch"], [("--select 'nosuch'", "nosuch")]),

@@ -5,7 +5,7 @@ the registry for).
 The file holds 28 records {id, type, prompt} with positional `{}` slots filled as
 `prompt.format(response, answer, question)`, as WenMind's LLM_Scoring.py does. `prompts: official`
 downloads it once from WenMind's repository at the commit pinned below (OFFICIAL_URL), verified
-against OFFICIAL_SHA256, into the download cache (pipeline/config.py, through
+against OFFICIAL_SHA256, into the download cache (pipeline/config/judges.py, through
 pipeline/sources/fetch.py); `prompts: {official: <path>}` reads the user's own copy. Its text
 (CC BY-NC-SA) is never stored in wenheng's repository."""
 

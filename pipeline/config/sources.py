@@ -1,0 +1,209 @@
+"""data/sources.yaml: where each benchmark's files are.
+
+    quality: drop                    # items flagged for data quality: left out of evaluation, or keep
+    duplicates: flag                 # or drop: non-representative duplicates sharing the gold
+    benchmarks:
+      wenmind: {path: WenMind.json, version: v1}             # relative to this file
+      wyweb: {url: https://..., sha256: <64 hex>, subpath: data/tasks, version: v2, max_bytes: 2 GiB}
+
+Each key and default is written once, in `SourcesFile` and `SourceEntry`; `SourceSpec` is what
+the rest of wenheng reads. Nothing is downloaded here (`pipeline.sources.fetch.materialize` does
+that on first use)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import AfterValidator, BeforeValidator, ValidationInfo, create_model, model_validator
+from pydantic_core import PydanticCustomError
+
+from pipeline import benchmarks
+from pipeline.config.entries import BENCHMARK, Entry, Flag, Text, expect, not_blank, null_is, typed
+from pipeline.config.problems import NAMES_KEY, ConfigError, Problems, problem, problems_at
+from pipeline.config.yaml_loading import load_yaml
+from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
+from pipeline.dedup.policy import QUALITY_POLICIES
+from pipeline.paths import cache_dir
+from pipeline.sources.fetch import LIMIT_KEYS, FetchLimits, local_path, parse_limit
+
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+URL_SCHEMES = ("http://", "https://", "file://")
+
+
+def _url(value: str) -> str:
+    if not value.startswith(URL_SCHEMES):
+        raise ValueError("not a url")
+    return value
+
+
+def _scalar_as_text(value: Any) -> Any:
+    """A version or license is a label: a number or a date (YAML reads `2026-05-01` as one) is its text."""
+    import datetime as dt
+
+    if isinstance(value, (int, float, dt.date)) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _limit(value: Any, info: ValidationInfo) -> int | float:
+    try:
+        return parse_limit(info.field_name, value)
+    except ValueError as exc:
+        raise PydanticCustomError(NAMES_KEY, str(exc)) from None
+
+
+Label = Annotated[str, BeforeValidator(_scalar_as_text), expect("a single value (a string)")]
+Location = typed(str, says="that is not empty (quote it in YAML)", checks=(AfterValidator(not_blank),))
+
+
+def split_names(example: str) -> Any:
+    return Annotated[list[str] | None, expect(f"a list of split names, e.g. {example}")]
+
+
+class SourcesFile(Entry):
+    """The top level of the sources file."""
+
+    UNKNOWN_KEYS_TOGETHER: ClassVar[bool] = True
+    quality: Literal[QUALITY_POLICIES] = "drop"      # each benchmark's, unless its entry says
+    duplicates: Literal[DUPLICATE_POLICIES] = "flag"
+    benchmarks: Annotated[dict[Any, Any], null_is({}),
+                          expect("a mapping benchmark -> {path or url, version, ...}")] = {}
+
+
+class _SourceKeys(Entry):
+    """One benchmark's source: a local `path` (relative to the sources file) or a `url` with its
+    `sha256` (and `subpath`, inside an unpacked archive); the limits of its download are added
+    below, one key each of pipeline.sources.fetch.FetchLimits."""
+
+    SHAPE: ClassVar[str] = "a mapping {path or url, version, ...}"
+    UNKNOWN_KEYS_TOGETHER: ClassVar[bool] = True
+    path: Location = ""
+    url: Annotated[str, AfterValidator(_url), expect("http://, https:// or file://", lead="must start with")] = ""
+    sha256: Text = ""
+    subpath: Text = ""
+    version: Label = "unversioned"
+    license: Label = ""
+    splits: split_names("[dev]") = None        # only these splits (file stems / split folders); null: all
+    evaluate: split_names("[dev, test]") = None  # the splits to ask and score; null: the card's eval_splits
+    quality: Literal[QUALITY_POLICIES] | None = None   # null: the file's `quality`
+    allow_empty: Flag = False   # a source with no rows is an error unless this says it may be empty
+
+    def limits(self) -> FetchLimits:
+        return FetchLimits(**{key: getattr(self, key) for key in LIMIT_KEYS if key in self.model_fields_set})
+
+    @model_validator(mode="after")
+    def _path_or_url(self) -> _SourceKeys:
+        given = self.model_fields_set
+        if ("path" in given) == ("url" in given):
+            raise problem("needs either a 'path' or a 'url' (with 'sha256'), not both")
+        if "path" in given:
+            limits = [key for key in LIMIT_KEYS if key in given]
+            if limits:
+                raise problem(f"{', '.join(limits)} only apply to a 'url' source (got a 'path')")
+            return self
+        found = []
+        if not SHA256.match(self.sha256.lower()):
+            found.append((("sha256",), "a url source needs 'sha256' (64 hex digits) of the file, so a changed "
+                                       f"download is never used by mistake (got {self.sha256 or None!r})"))
+        if ".." in Path(self.subpath.strip("/")).parts:
+            found.append((("subpath",), f"must stay inside the download (got {self.subpath!r})"))
+        if found:
+            raise problems_at(found)
+        return self
+
+
+SourceEntry = create_model("SourceEntry", __base__=_SourceKeys, __module__=__name__,
+                           **{key: (Annotated[Any, AfterValidator(_limit)], None) for key in LIMIT_KEYS})
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    benchmark: str
+    path: Path            # a file or a directory; for a `url` source, where the verified download lives
+    version: str
+    license: str = SourceEntry.default("license")
+    url: str = ""         # download instead of a local path (needs sha256)
+    sha256: str = ""      # of the downloaded file, lower-case hex
+    subpath: str = ""     # inside an unpacked archive: the file or folder to parse
+    splits: tuple[str, ...] = ()   # only these splits (file stems / split folders); empty = all
+    evaluate: tuple[str, ...] = ()  # the splits to ask and score; empty = the card's eval_splits
+    quality: str = SourcesFile.default("quality")  # flagged items: left out of evaluation, or `keep`
+    limits: FetchLimits = FetchLimits()  # a `url` source's download and unpack limits (fetch.py)
+    allow_empty: bool = SourceEntry.default("allow_empty")
+
+    def includes_split(self, split: str) -> bool:
+        return not self.splits or split in self.splits
+
+
+def load_sources(path: Path) -> dict[str, SourceSpec]:
+    """Each benchmark's source: a local `path` (relative to the sources file) or a `url` with its
+    `sha256`. Nothing is downloaded here; `pipeline.sources.fetch.materialize` does that on first
+    use, into `cache_dir()/downloads`, so reading the configuration never touches the network."""
+    problems = Problems()
+    specs = read_sources(path, problems)
+    problems.raise_any()
+    return specs
+
+
+def read_sources(path: Path, problems: Problems) -> dict[str, SourceSpec]:
+    """The entries that are valid; each problem of the file recorded in `problems`."""
+    data = problems.check(load_yaml, path)
+    if data is None:
+        return {}
+    before = len(problems.lines)
+    top = problems.validate(SourcesFile, data, path)
+    default_quality = top.quality if top is not None else SourcesFile.default("quality")
+    entries = data.get("benchmarks")
+    specs: dict[str, SourceSpec] = {}
+    for name, entry in entries.items() if isinstance(entries, dict) else ():
+        if problems.validate(BENCHMARK, name, path, ("benchmarks", name)) is None:
+            continue
+        source = problems.validate(SourceEntry, entry, path, ("benchmarks", name))
+        if source is not None:
+            specs[name] = _spec(path, name, source, default_quality)
+    if not specs and len(problems.lines) == before:
+        problems.add(f"{path}: benchmarks: no benchmarks configured")
+    return specs
+
+
+def _spec(path: Path, name: str, source: Any, default_quality: str) -> SourceSpec:
+    sha256, subpath = source.sha256.lower(), source.subpath.strip("/")
+    if source.url:
+        located = local_path(source.url, sha256, subpath, cache_dir() / "downloads")
+    else:
+        located, subpath = (path.parent / source.path).resolve(), ""
+    return SourceSpec(benchmark=name, path=located, version=source.version, license=source.license,
+                      url=source.url, sha256=sha256, subpath=subpath, splits=tuple(source.splits or ()),
+                      evaluate=tuple(source.evaluate or ()), quality=source.quality or default_quality,
+                      limits=source.limits(), allow_empty=source.allow_empty)
+
+
+def load_duplicate_policy(path: Path) -> str:
+    """`duplicates:` in the sources file: `flag` (default; duplicates are only recorded) or `drop`
+    (within a benchmark, non-representative duplicates sharing the gold are not evaluated)."""
+    problems = Problems()
+    top = problems.validate(SourcesFile, load_yaml(path), path)
+    problems.raise_any()
+    return top.duplicates
+
+
+def source_files(path: Path, spec: SourceSpec) -> None:
+    """What a source names, as `wenheng run` reads it: the path exists in the benchmark's layout
+    (pipeline/sources/layout.py: a file or a folder, files there, side files readable) and
+    `splits` and `evaluate` name splits its files hold, so that every benchmark asks something.
+    A `url` source is checked once its download is in the cache (and by ingestion after it)."""
+    from pipeline.sources.layout import path_problem, split_problems
+
+    where = f"{path}: benchmarks.{spec.benchmark}"
+    if spec.url and not spec.path.exists():
+        return
+    found = path_problem(spec)
+    if found is not None:
+        raise ConfigError(f"{where}.{'subpath' if spec.url else 'path'}: {found}")
+    default_evaluated = benchmarks.card(spec.benchmark).eval_splits
+    lines = [f"{where}.{key}: {text}" for key, text in split_problems(spec, default_evaluated)]
+    if lines:
+        raise ConfigError("\n".join(lines))
