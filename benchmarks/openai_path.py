@@ -7,7 +7,8 @@ the client's ceiling next to a reference client's, measured in the same run.
 (a) The server (pipeline/testing/openai_server.py, in its own process) answers every call after
 `latency` seconds, so the ideal is concurrency / latency calls/s (640/s by default); the ratio
 shows what the client side costs. Measured for the engine alone and for wenheng's whole path
-(run_with_cache: cache lookup, engine, one SQLite write per answer).
+(run_with_cache: cache lookup, engine, answers committed in batches by a writer thread;
+benchmarks/cache_write.py times what that costs per call).
 
 (b) The ceiling: the same concurrency against a zero-latency server, where calls/s is bounded by
 the client's CPU per call (and the server's; both share this machine). Measured for the engine

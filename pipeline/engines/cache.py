@@ -6,21 +6,32 @@ optional scope of whatever else an answer depends on (the oracle's gold). Transp
 (concurrency, timeouts, retries, API keys) stay out: engines leave them out of their identity and
 plans leave them out of the sampling, so changing them never invalidates an answer.
 
-Store: one SQLite file (`responses.sqlite` in `paths.cache_dir()`), one row per key, committed as
-each answer lands. SQLite (stdlib) rather than DuckDB because inference partitions may run in
-several processes at once and must never fight over the warehouse's single writer.
+Store: one SQLite file (`responses.sqlite` in `paths.cache_dir()`), WAL journal, one row per key.
+SQLite (stdlib) rather than DuckDB because inference partitions may run in several processes at
+once and must never fight over the warehouse's single writer. While an engine works, answers are
+written off its thread (`AnswerWriter`): a writer thread commits them in batches, each answer
+within `COMMIT_EVERY_S` (50 ms) of landing, and at once when `max_pending` are waiting. One
+autocommit INSERT per answer on the event loop's thread cost as much CPU as a third of the
+engine's own work per call (benchmarks/cache_write.py).
 
 Policy: only keys the store lacks are sent, identical prompts are sent once, every answer is
-stored the moment it arrives (a killed run loses at most the calls in flight), errors are
-returned but never stored (the next run retries them), and nothing expires."""
+stored as it arrives, errors are returned but never stored (the next run retries them), and
+nothing expires. A killed run (`kill -9`) loses, and the next run sends again, the answers to
+the calls in flight (at most the engine's concurrency) and the answers not yet committed: in
+practice those of the last 50 ms, and never more than 2 x `max_pending` (`AnswerWriter`), which
+`run_with_cache` sets to the engine's concurrency (64 for an engine without one). So a kill
+re-sends about the concurrency plus 50 ms of answers, and at most three times the concurrency.
+A stop request (Ctrl-C, SIGTERM; `pipeline.stopping`) or an exception ends the engine's work
+first and then commits everything answered."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +42,10 @@ from pipeline.schema import canonical_json, stable_hash
 
 FILE_NAME = "responses.sqlite"
 _COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error")
+_INSERT = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)})"
+           f" VALUES (?{', ?' * len(_COLUMNS)})")
+COMMIT_EVERY_S = 0.05     # an answer waits at most this long (plus the commit) to be committed
+DEFAULT_MAX_PENDING = 64  # answers waiting to be committed, for engines with no `concurrency`
 
 
 def cache_key(model: str, identity: dict[str, Any], messages: Iterable[dict[str, str]],
@@ -64,21 +79,23 @@ def cache_file(directory: str | Path | None = None) -> Path:
 
 
 class ResponseCache:
-    """The store. A context manager: `with ResponseCache(path) as cache:` closes it on the way out."""
+    """The store. A context manager: `with ResponseCache(path) as cache:` closes it on the way out
+    (committing first whatever its open writers still hold)."""
 
     def __init__(self, path: Path):
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
-        # Rows still survive a killed process; only an OS crash could drop the last few. Each
-        # answer is stored as it arrives, so a full fsync per row would stall the whole batch.
+        # Rows still survive a killed process; only an OS crash could drop the last few
+        # transactions: a full fsync per commit would stall the writer for nothing a kill can lose.
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (cache_key TEXT PRIMARY KEY, text TEXT,"
             " finish_reason TEXT, tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, error TEXT,"
             " created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')))"
         )
+        self._writers: set[AnswerWriter] = set()
 
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
         found: dict[str, Completion] = {}
@@ -92,23 +109,129 @@ class ResponseCache:
         return found
 
     def put(self, key: str, completion: Completion) -> None:
-        values = asdict(completion)
-        self._db.execute(
-            f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)}) VALUES (?{', ?' * len(_COLUMNS)})",
-            [key, *(values[c] for c in _COLUMNS)],
-        )
+        """Store one answer, committed before this returns (for the many of a run: `writer`)."""
+        self._db.execute(_INSERT, _row(key, completion))
+
+    def writer(self, max_pending: int = DEFAULT_MAX_PENDING) -> AnswerWriter:
+        """A writer thread for the answers of one engine run; `close()` it (or use it in a `with`
+        block) to commit the rest. Closing the cache closes its writers first."""
+        writer = AnswerWriter(self.path, max_pending, on_close=self._writers.discard)
+        self._writers.add(writer)
+        return writer
 
     def __len__(self) -> int:
         return self._db.execute("SELECT count(*) FROM responses").fetchone()[0]
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            for writer in list(self._writers):
+                writer.close()
+        finally:
+            self._db.close()
 
     def __enter__(self) -> ResponseCache:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _row(key: str, c: Completion) -> tuple:
+    """One answer's row in `_INSERT`'s order, field by field (`dataclasses.asdict` deep-copies)."""
+    return key, c.text, c.finish_reason, c.tokens_in, c.tokens_out, c.latency_s, c.error
+
+
+class AnswerWriter:
+    """Stores answers off the caller's thread. `put` only appends the row to a list; a writer
+    thread, with a connection of its own, commits the list as one transaction `COMMIT_EVERY_S`
+    after its first row came, or as soon as it holds `max_pending` rows, whichever is first. A
+    `put` that finds `max_pending` rows still waiting (the writer held up by a slow disk or
+    another process's lock) waits for the writer to take them. So at most 2 x `max_pending`
+    answers are ever received but not committed (those waiting, and the batch being committed),
+    in practice those of the last 50 ms. `close()` commits the rest and ends the thread; an error
+    of the writer (a full disk, a lock held past SQLite's 60 s timeout) is raised by the next
+    `put` or by `close()`."""
+
+    def __init__(self, path: Path, max_pending: int = DEFAULT_MAX_PENDING,
+                 on_close: Callable[[AnswerWriter], None] | None = None):
+        if max_pending < 1:
+            raise ValueError(f"max_pending must be at least 1, got {max_pending}")
+        self.path, self.max_pending = path, max_pending
+        self.committed = 0                   # rows committed so far
+        self._rows: list[tuple] = []         # received, not yet taken by the writer thread
+        self._lock = threading.Lock()
+        self._taken = threading.Condition(self._lock)   # notified as the writer takes the rows
+        self._arrived = threading.Event()    # set by the first row of a batch
+        self._full = threading.Event()       # set at max_pending rows, and by close()
+        self._closing = False
+        self._error: BaseException | None = None
+        self._on_close = on_close
+        self._thread = threading.Thread(target=self._run, name="wenheng-cache-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, key: str, completion: Completion) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._closing:
+            raise RuntimeError("the cache writer is closed")
+        row = _row(key, completion)
+        with self._lock:
+            while len(self._rows) >= self.max_pending and self._error is None:
+                self._taken.wait(0.5)
+            if self._error is not None:
+                raise self._error
+            self._rows.append(row)
+            pending = len(self._rows)
+        if pending == 1:
+            self._arrived.set()
+        if pending >= self.max_pending:
+            self._full.set()
+
+    def close(self) -> None:
+        """Commit every row put so far, then end the writer thread. Idempotent."""
+        if not self._closing:
+            self._closing = True
+            self._full.set()
+            self._arrived.set()
+            self._thread.join()
+            if self._on_close is not None:
+                self._on_close(self)
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> AnswerWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _run(self) -> None:
+        try:
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            try:
+                db.execute("PRAGMA synchronous=NORMAL")
+                while True:
+                    self._arrived.wait()
+                    self._full.wait(COMMIT_EVERY_S)
+                    closing = self._closing   # read before taking the rows: none can follow them
+                    with self._lock:
+                        rows, self._rows = self._rows, []
+                        self._arrived.clear()
+                        self._full.clear()
+                        self._taken.notify_all()
+                    if rows:
+                        db.execute("BEGIN")
+                        db.executemany(_INSERT, rows)
+                        db.execute("COMMIT")
+                        self.committed += len(rows)
+                    if closing:
+                        return
+            finally:
+                db.close()
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread, by put or close
+            with self._lock:
+                self._error = exc
+                self._taken.notify_all()
 
 
 def open_cache(directory: str | Path | None = None) -> ResponseCache:
@@ -131,6 +254,7 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
                    label: str | None = None) -> tuple[dict[str, Completion], InferenceStats]:
     """A completion for every request's key: from the cache where it has one, else from the engine
     (each distinct key sent once, each answer stored as it arrives, errors returned unstored).
+    Every answer is committed by the time this returns or raises.
 
     While the engine works, a `pipeline.progress.Progress` line (named `label`, by default the
     engine's model) counts the answers as they arrive; its lines also go to `log`."""
@@ -146,17 +270,22 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
     if todo:
         engine.load()  # outside the timing: throughput is about generation, not weight loading
         progress = Progress(len(todo), label or engine_label(engine), log=log)
+        # Batches bounded by the concurrency: what a kill can lose (the module's docstring).
+        writer = cache.writer(getattr(engine, "concurrency", None) or DEFAULT_MAX_PENDING)
 
         def persist(index: int, comp: Completion) -> None:
             if not comp.error:  # failures are not cached: the next run retries them
-                cache.put(todo[index].cache_key, comp)
+                writer.put(todo[index].cache_key, comp)
             progress.update(comp)
 
         started = time.perf_counter()
         try:
-            with stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
-                completions = engine.generate(todo, on_result=persist)
-            stats.seconds = time.perf_counter() - started
+            try:
+                with stopping.stop_on_signals():  # a signal now stops sending; answers in flight are still stored
+                    completions = engine.generate(todo, on_result=persist)
+                stats.seconds = time.perf_counter() - started
+            finally:
+                writer.close()  # whatever ended the work (a stop, an exception), every answer is committed
         finally:
             progress.close()  # outside the timing: its last line may go to Dagster's event log
         if stopping.stop_requested():

@@ -148,8 +148,11 @@ class OpenAIEngine:
         self.api_key_env = api_key_env          # the variable's name; the key itself is never kept
         watch_env(api_key_env)                  # its value is masked in every error text (pipeline.redact)
         self.chat, self.concurrency = chat, concurrency
-        # Per attempt, like the client's: connecting (with waiting for a pooled connection), and
-        # each wait for data while reading; not the whole call, which has no overall limit.
+        # A deadline per attempt: from waiting for a pooled connection to the last byte of the
+        # answer, so a server that trickles bytes (or stalls mid-body) cannot hold a call forever;
+        # each retry gets a deadline of its own. The whole call (retries and their waits included)
+        # has no overall limit. The official client's timeout is per phase and per read instead,
+        # which a trickle of one byte every few seconds never trips.
         self.timeout_s, self.max_retries = timeout_s, max_retries
         self.seed = seed
         self.extra_body = dict(extra_body or {})
@@ -294,10 +297,10 @@ class OpenAIEngine:
                 watchdog.cancel()
 
     def _session(self, aiohttp):
-        # The client's aiohttp transport maps its timeout the same way (openai/_vendor/httpx_aiohttp):
-        # connect = waiting for a pooled connection, sock_connect = connecting, sock_read = each read.
-        timeout = aiohttp.ClientTimeout(total=None, connect=self.timeout_s, sock_connect=self.timeout_s,
-                                        sock_read=self.timeout_s)
+        # aiohttp's total: one timer per request, from waiting for a pooled connection to the end
+        # of the body (every read of the response runs under it); none per read. Deadlines of 5 s
+        # and more are rounded up to a whole second of the loop's clock (ClientTimeout.ceil_threshold).
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         headers = {"Authorization": f"Bearer {self._api_key()}", "Content-Type": "application/json",
                    "Accept": "application/json", "User-Agent": "wenheng"}
         connector = aiohttp.TCPConnector(limit=self.concurrency, ssl=_ssl_context(self.base_url))
@@ -316,7 +319,7 @@ class OpenAIEngine:
             if retries_taken and stopping.stop_requested():  # no retry goes out after a stop request
                 return Completion(text=None, error="Stopped: not retried after a stop request",
                                   latency_s=time.perf_counter() - started)
-            try:
+            try:  # one attempt, under the session's total timeout (`_session`)
                 async with session.post(url, data=data) as response:
                     status, headers = response.status, response.headers
                     raw = await response.read()

@@ -2,9 +2,10 @@
 
 It answers /v1/chat/completions, /v1/completions and /v1/models deterministically (the answer is
 a function of the prompt), can add latency and inject faults (429 with Retry-After or
-retry-after-ms, 500, 400, a hang past the client's timeout, a connection reset, a 401 or a
-plain-text 502 echoing the request's headers, key included, as a careless proxy does), and counts
-what arrived: attempts and successful completions per prompt, requests in flight.
+retry-after-ms, 500, 400, a hang past the client's timeout, a 200 whose body trickles in a byte at
+a time, a connection reset, a 401 or a plain-text 502 echoing the request's headers, key included,
+as a careless proxy does), and counts what arrived: attempts and successful completions per
+prompt, requests in flight.
 
 A success is counted only when the client is still connected as the answer is written, so a
 client that timed out, or was killed, never shows up as served.
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Self
 
-KINDS = ("429", "500", "400", "timeout", "reset", "echo", "echo-text")
+KINDS = ("429", "500", "400", "timeout", "trickle", "reset", "echo", "echo-text")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,9 @@ class Fault:
     requests: frozenset[int] | None = None
     retry_after: float | None = None   # 429: the Retry-After header, in seconds
     retry_after_ms: float | None = None  # 429: the retry-after-ms header
-    hang_s: float = 5.0                # timeout: how long to hold the request before dropping it
+    hang_s: float = 5.0                # timeout: how long to hold the request before dropping it;
+    #                                    trickle: how long to keep trickling before dropping it
+    trickle_s: float = 0.1             # trickle: seconds between the bytes of the body
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -225,7 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fault is None:
                 outcome = self._answer(app, prompt, body)
             else:
-                self._fail(fault)
+                self._fail(fault, prompt, body)
         finally:
             app._end(prompt, outcome)
 
@@ -235,6 +238,14 @@ class _Handler(BaseHTTPRequestHandler):
         if self._client_gone():
             self.close_connection = True
             return "abandoned"
+        try:
+            self._json(200, self._payload(app, prompt, body))
+        except OSError:
+            self.close_connection = True
+            return "abandoned"
+        return "success"
+
+    def _payload(self, app: OpenAIServer, prompt: str, body: dict) -> dict:
         choices = (body.get("structured_outputs") or {}).get("choice")
         max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
         text, finish = answer(prompt, max_tokens, choices)
@@ -249,14 +260,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {"id": f"cmpl-{number}", "object": "text_completion", "created": int(time.time()),
                        "model": app.model, "usage": usage,
                        "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}]}
-        try:
-            self._json(200, payload)
-        except OSError:
-            self.close_connection = True
-            return "abandoned"
-        return "success"
+        return payload
 
-    def _fail(self, fault: Fault) -> None:
+    def _fail(self, fault: Fault, prompt: str, body: dict) -> None:
         if fault.kind == "429":
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after is not None else {}
             if fault.retry_after_ms is not None:
@@ -278,10 +284,35 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault.kind == "timeout":
             time.sleep(fault.hang_s)   # past the client's timeout; then drop the connection unanswered
             self.close_connection = True
+        elif fault.kind == "trickle":
+            self._trickle(fault, json.dumps(self._payload(self.server.app, prompt, body)).encode())
         else:  # reset: linger 0 turns close() into a TCP RST in the middle of the request
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.connection.close()
             self.close_connection = True
+
+    def _trickle(self, fault: Fault, data: bytes) -> None:
+        """A 200 streamed the way an SSE stream is (chunked), one byte every `trickle_s` seconds:
+        data keeps coming, so only a deadline on the whole response ends it. After `hang_s` (or
+        the client leaving) the connection is dropped mid-body; never counted as a success."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        deadline = time.monotonic() + fault.hang_s
+        try:
+            for byte in data:
+                if time.monotonic() >= deadline:
+                    return
+                self.wfile.write(b"1\r\n" + bytes([byte]) + b"\r\n")
+                self.wfile.flush()
+                time.sleep(fault.trickle_s)
+        except OSError:   # the client gave up
+            return
+        if time.monotonic() < deadline:   # the whole body went out: hold the end back until hang_s
+            time.sleep(deadline - time.monotonic())
 
     def _client_gone(self) -> bool:
         # The client sends nothing while it waits for an answer, so a readable socket means EOF or reset.
