@@ -15,13 +15,13 @@ import pyarrow.parquet as pq
 
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
 from pipeline import benchmarks, paths, schema
-from pipeline.config import load_duplicate_policy, load_sources
+from pipeline.config import load_duplicate_policy, load_models, load_sources
 from pipeline.corrections import DIFF_FIELDS
 from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
 from pipeline.dedup.signatures import item_signatures as item_signatures_of
-from pipeline.prompts import build_prompt_columns
+from pipeline.prompts import asked_pairs, build_prompt_columns
 from pipeline.script import variants_table
 from pipeline.standardize import build_items
 from resources.engines import ModelsResource, SourcesResource
@@ -203,28 +203,54 @@ _PROMPTED = ["item_id", "benchmark", "split", "task", "task_group", "domain", "f
 _RENDERED = ["item_id", "variant", "benchmark", "context", "question", "choices", "answer"]
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
+PROMPTS_CODE_VERSION = "5"
+
+
+def prompts_code_version(models_file: Path | None = None) -> str:
+    """The prompts asset's code version: its code's, and a digest of the (variant, setting) pairs
+    models.yaml asks of each benchmark as the definitions load. Adding a model, a variant or a
+    setting there therefore shows the prompts partitions stale (code version changed) once the
+    code location reloads; `wenheng run` rebuilds them in its prepare phase in any case. A models
+    file that cannot be read leaves the code's version alone: the asset reports the problem."""
+    try:
+        specs = load_models(models_file or paths.models_file()).values()
+        asked = {name: sorted(asked_pairs(specs, name)) for name in sorted(benchmarks.names())}
+    except Exception:  # noqa: BLE001 - a broken models file must not break loading the definitions
+        return PROMPTS_CODE_VERSION
+    return f"{PROMPTS_CODE_VERSION}.{schema.stable_hash(asked)[:12]}"
+
+
+@dg.asset(group_name="items", io_manager_key="lake", code_version=prompts_code_version(), kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
-            dedup_clusters: pd.DataFrame, sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+            dedup_clusters: pd.DataFrame, sources: SourcesResource, models: ModelsResource) -> dg.Output[pd.DataFrame]:
     """Every item variant of the evaluated splits, rendered under each protocol setting of its
-    benchmark (its card's protocol.yaml), leaving out items flagged for data quality unless the
-    sources file says `quality: keep`, and within-benchmark duplicates when it says
-    `duplicates: drop`; at most WENHENG_LIMIT evaluated items when that is set."""
+    benchmark (its card's protocol.yaml) that a model of models.yaml asks of it in that variant
+    (its `variants` x its `settings`, by default the protocol's `default_settings`), leaving out
+    items flagged for data quality unless the sources file says `quality: keep`, and
+    within-benchmark duplicates when it says `duplicates: drop`; at most WENHENG_LIMIT evaluated
+    items when that is set. A pair no model asks is not rendered; a model or setting added to
+    models.yaml adds its rows at the next build, and the rows of the pairs already asked stay
+    as they were (the code version follows the pairs asked: `prompts_code_version`)."""
     benchmark = context.partition_key
+    asked = asked_pairs(models.specs().values(), benchmark)
     policy = load_duplicate_policy(sources.path())
     spec = load_sources(sources.path()).get(benchmark)
     evaluate = {benchmark: spec.evaluate} if spec and spec.evaluate else {}
     usable = quality_items(schema.records(items[_PROMPTED]), {benchmark: spec.quality} if spec else {})
     kept = evaluation_items(usable, schema.records(dedup_clusters), policy)
     kept_ids = {it["item_id"] for it in kept}
-    variants = schema.records(item_variants.loc[item_variants["item_id"].isin(kept_ids), _RENDERED])
+    # only the variants some model asks (every item has a row of each: item_variants)
+    wanted = item_variants["item_id"].isin(kept_ids) & item_variants["variant"].isin(sorted({v for v, _ in asked}))
+    variants = schema.records(item_variants.loc[wanted, _RENDERED])
     limit = sources.limit()
-    columns = build_prompt_columns(kept, variants, evaluate, limit=limit)   # messages already JSON text
+    columns = build_prompt_columns(kept, variants, evaluate, limit=limit,   # messages already JSON text
+                                   asked={benchmark: asked})
     frame = pa.Table.from_pydict(columns, schema=schema.PROMPTS).to_pandas(types_mapper=_NULLABLE_INTS.get)
     per_setting = {str(s): int(n) for s, n in frame.groupby("setting").size().items()}
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,
+                               "pairs asked": dg.MetadataValue.json(sorted(f"{v} x {s}" for v, s in asked)),
                                "limit": limit if limit is not None else "none",
                                "items asked": int(frame["item_id"].nunique()),
                                "items left out": len(items) - len(kept),

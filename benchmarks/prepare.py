@@ -6,6 +6,9 @@
     .venv/bin/python benchmarks/prepare.py --baseline REV      # the prompt builder of git revision REV
     .venv/bin/python benchmarks/prepare.py --before            # the stages as they were (see prepare())
     .venv/bin/python benchmarks/prepare.py --freeze-gc         # gc.freeze() between stages
+    .venv/bin/python benchmarks/prepare.py --only aceval       # one benchmark (or a few, comma-separated)
+    .venv/bin/python benchmarks/prepare.py --asked data/models.yaml   # which pairs the prompts asset builds
+    .venv/bin/python benchmarks/prepare.py --only aceval --dagster 3  # and `wenheng run`'s prepare phase
 
 Sources are configured as the real-file tests configure them: WenMind, AC-EVAL and WYWEB from the
 benchmarks' own files (default ../shared/upstream, or WENHENG_UPSTREAM), Fùxì and CP-DUE from the
@@ -23,6 +26,16 @@ asset graph's order and per benchmark partition where the asset is partitioned:
 Parquet reads and writes between assets are not included. The baseline is the prompt builder of
 an earlier revision (default: the last one before pools were built once), run in this process on
 the same items and variants; its rows are compared with today's.
+
+After the stages, the prompts asset's own work (prompt columns, the table, its data version, the
+parquet file) is timed for every (variant, setting) pair of the protocol, as the asset built it
+before, against only the pairs the models of --asked ask (default data/models.yaml), turn about in
+this process: rows built and seconds for each, and the prepare phase's total with each.
+
+--dagster N adds the prepare phase of `wenheng run` itself (run_pipeline, the Dagster runs of the
+item stages with their parquet files), N times turn about in fresh processes and folders: the
+prompts asset building every pair, as before, and the pairs asked. Its prompt rows are counted
+from the lake.
 
 --pad adds edited copies of real items (each benchmark's own tasks and splits, 30% of the
 characters replaced, so they are not duplicates) until the corpus has that many items: the size
@@ -53,17 +66,19 @@ REAL = {"wenmind": ("wenmind", "WenMind_ver1.json"), "aceval": ("aceval",), "wyw
 SAMPLES = ("fuxi", "cpdue")
 
 
-def sources(upstream: Path) -> dict:
+def sources(upstream: Path, only: list[str] | None = None) -> dict:
     from pipeline.config import SourceSpec, load_sources
 
     specs = {}
     for name, parts in REAL.items():
+        if only and name not in only:
+            continue
         path = upstream.joinpath(*parts)
         if not path.exists():
             raise SystemExit(f"{name}: {path} not found (set --upstream or WENHENG_UPSTREAM)")
         specs[name] = SourceSpec(name, path, "public")
     samples = load_sources(ROOT / "data" / "sources.yaml")
-    specs.update({name: samples[name] for name in SAMPLES})
+    specs.update({name: samples[name] for name in SAMPLES if not only or name in only})
     return specs
 
 
@@ -186,6 +201,120 @@ def prepare(specs: dict, pad_to: int = 0, stages: Stages | None = None, before=N
                        "per benchmark": dict(Counter(it["benchmark"] for it in everything))}}
 
 
+def prompt_asset_work(kept: list[dict], variants: list[dict], evaluate: dict, asked: set | None,
+                      benchmark: str) -> int:
+    """What the prompts asset does once its inputs are read, for `asked` pairs (None: every pair,
+    as before): variants of the asked scripts, the prompt columns, the table and its data
+    version, the parquet file. Returns the rows built."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline import schema
+    from pipeline.prompts import build_prompt_columns
+    from pipeline.sources.digest import frame_digest
+
+    if asked is not None:
+        scripts = {v for v, _ in asked}
+        variants = [v for v in variants if v["variant"] in scripts]
+    columns = build_prompt_columns(kept, variants, evaluate, asked=None if asked is None else {benchmark: asked})
+    table = pa.Table.from_pydict(columns, schema=schema.PROMPTS)
+    frame = table.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+    frame_digest(frame, ["item_id", "variant", "setting", "prompt_hash"])
+    pq.write_table(pa.Table.from_pandas(frame, schema=schema.PROMPTS, preserve_index=False), io.BytesIO())
+    return table.num_rows
+
+
+def asked_comparison(out: dict, models_file: Path, stages: Stages, repeats: int) -> None:
+    """The prompts asset's work for every pair against the pairs asked, turn about, per benchmark."""
+    from pipeline.config import load_models
+    from pipeline.prompts import asked_pairs, protocol
+    from pipeline.schema import VARIANTS
+
+    specs = load_models(models_file).values()
+    print(f"prompts asset, every pair (before) against the pairs {models_file} asks; best of {repeats}, turn about:")
+    every_total = asked_total = 0.0
+    for name, kept in out["kept"].items():
+        asked = asked_pairs(specs, name)
+        every = len(VARIANTS) * len(protocol(name)["settings"])
+        args = (kept, out["variants"][name], out["evaluate"][name])
+        times: dict[str, list[tuple[float, float]]] = {"every": [], "asked": []}
+        rows = {}
+        for _ in range(repeats):
+            for label, pairs in (("every", None), ("asked", asked)):
+                started, cpu = time.perf_counter(), time.process_time()
+                rows[label] = prompt_asset_work(*args, pairs, name)
+                times[label].append((time.perf_counter() - started, time.process_time() - cpu))
+        best = {label: (min(w for w, _ in runs), min(c for _, c in runs)) for label, runs in times.items()}
+        every_total += best["every"][0]
+        asked_total += best["asked"][0]
+        print(f"  {name:<8} {every:>2} pairs {rows['every']:>7,} rows {best['every'][0]:6.2f} s wall "
+              f"{best['every'][1]:6.2f} s CPU  ->  {len(asked):>2} pairs {rows['asked']:>7,} rows "
+              f"{best['asked'][0]:6.2f} s wall {best['asked'][1]:6.2f} s CPU  "
+              f"({', '.join(sorted(f'{v} x {s}' for v, s in asked))})")
+    stage_total = sum(r[1] for r in stages.rows) - stages.seconds("prompts")[0]
+    print(f"  prepare (stages but the prompt builder, plus the asset's work): {stage_total + every_total:.2f} s "
+          f"wall with every pair -> {stage_total + asked_total:.2f} s with the pairs asked")
+
+
+def dagster_child(mode: str, folder: Path, specs_file: Path, models_file: Path, benchmarks: list[str]) -> None:
+    """One `wenheng run` prepare phase in `folder` (a child process): prints its seconds and the
+    prompt rows it wrote, as JSON. mode `every`: the prompts asset builds every pair, as before."""
+    import json
+    import shutil
+
+    for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
+                      ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
+        os.environ[name] = str(folder / sub)
+    os.environ.update(WENHENG_SOURCES=str(specs_file), WENHENG_MODELS=str(models_file))
+    (folder / "dagster_home").mkdir(parents=True)
+    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", folder / "dagster_home" / "dagster.yaml")
+    import pyarrow.parquet as pq
+
+    import assets.items
+    from pipeline.prompts import protocol
+    from pipeline.runner import run_pipeline
+    from pipeline.schema import VARIANTS
+
+    if mode == "every":
+        assets.items.asked_pairs = lambda _specs, benchmark: {(v, s) for v in VARIANTS
+                                                               for s in protocol(benchmark)["settings"]}
+    summary = run_pipeline(benchmarks, [], selection="group:sources or group:items", log=lambda _: None)
+    rows = sum(pq.read_metadata(f).num_rows for f in (folder / "lake" / "prompts").glob("*.parquet"))
+    print(json.dumps({"ok": summary.ok, "seconds": summary.timings.get("prepare"), "rows": rows}))
+
+
+def dagster_comparison(specs: dict, models_file: Path, rounds: int) -> None:
+    import json
+    import statistics
+
+    import yaml
+
+    print(f"`wenheng run` prepare phase ({', '.join(specs)}), every pair (before) against the pairs {models_file} "
+          f"asks; {rounds} rounds turn about, fresh process and folders each:")
+    seconds: dict[str, list[float]] = {"every": [], "asked": []}
+    rows: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        specs_file = Path(tmp) / "sources.yaml"
+        entries = {name: {"path": str(spec.path), "version": spec.version, "quality": spec.quality}
+                   | ({"splits": list(spec.splits)} if spec.splits else {})
+                   | ({"evaluate": list(spec.evaluate)} if spec.evaluate else {}) for name, spec in specs.items()}
+        specs_file.write_text(yaml.safe_dump({"benchmarks": entries}, allow_unicode=True), encoding="utf-8")
+        for round_ in range(rounds):
+            for mode in seconds:
+                folder = Path(tmp) / f"{mode}{round_}"
+                done = subprocess.run([sys.executable, __file__, "--dagster-child", mode, str(folder), str(specs_file),
+                                       str(models_file), ",".join(specs)], capture_output=True, text=True, cwd=ROOT)
+                result = json.loads((done.stdout.strip().splitlines() or ["{}"])[-1] or "{}")
+                if done.returncode or not result.get("ok"):
+                    raise SystemExit(f"prepare ({mode}) failed: {done.stderr[-2000:]}")
+                seconds[mode].append(result["seconds"])
+                rows[mode] = result["rows"]
+    for mode, label in (("every", "every pair (before)"), ("asked", "the pairs asked")):
+        print(f"  {label:<20} {rows[mode]:>8,} prompt rows  {statistics.median(seconds[mode]):6.2f} s median "
+              f"({min(seconds[mode]):.2f}-{max(seconds[mode]):.2f})")
+
+
 def baseline_builder(revision: str | None):
     """build_prompt_rows of `revision` (default: the parent of the commit that made pools once),
     loaded from git into a module of its own; (None, reason) when git cannot give it."""
@@ -221,10 +350,20 @@ def main() -> None:
     parser.add_argument("--freeze-gc", action="store_true",
                         help="gc.freeze() after each stage, as an asset would after loading its inputs")
     parser.add_argument("--no-baseline", action="store_true", help="skip the old prompt builder")
+    parser.add_argument("--only", help="these benchmarks only (comma-separated)")
+    parser.add_argument("--asked", type=Path, default=ROOT / "data" / "models.yaml", metavar="MODELS",
+                        help="the models file whose asked pairs the prompts asset builds")
+    parser.add_argument("--repeats", type=int, default=3, help="turns of the every-pair / asked-pair comparison")
+    parser.add_argument("--dagster", type=int, default=0, metavar="N",
+                        help="also time `wenheng run`'s prepare phase, N rounds of each")
+    parser.add_argument("--dagster-child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    if args.dagster_child:
+        mode, folder, specs_file, models_file, names = args.dagster_child
+        return dagster_child(mode, Path(folder), Path(specs_file), Path(models_file), names.split(","))
 
-    specs = sources(args.upstream)
+    specs = sources(args.upstream, args.only.split(",") if args.only else None)
     old, revision = (None, "not asked for") if args.no_baseline and not args.before else baseline_builder(args.baseline)
     if args.before and old is None:
         raise SystemExit(f"--before needs the baseline prompt builder: {revision}")
@@ -245,6 +384,10 @@ def main() -> None:
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(args.profile)
         print("\n".join(line for line in text.getvalue().splitlines()[6:] if line.strip()))
+    if not args.before:
+        asked_comparison(out, args.asked, stages, args.repeats)
+    if args.dagster:
+        dagster_comparison(specs, args.asked, args.dagster)
     if args.before or args.no_baseline:
         return
     if old is None:

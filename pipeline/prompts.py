@@ -26,6 +26,14 @@ def settings_for(benchmark: str, requested: Iterable[str] | None = None) -> list
     return names
 
 
+def asked_pairs(models: Iterable[Any], benchmark: str) -> set[tuple[str, str]]:
+    """The (variant, setting) pairs that some model asks of `benchmark`: each model's `variants`
+    times its `settings` for the benchmark (the protocol's `default_settings` where it names
+    none), as `pipeline.inference.prompts_for` picks a model's prompt rows. `models`: ModelSpecs."""
+    return {(variant, setting) for spec in models for setting in settings_for(benchmark, spec.settings.get(benchmark))
+            for variant in spec.variants}
+
+
 def options_text(choices: list[str]) -> str:
     return "\n".join(f"{OPTION_LETTERS[i]}. {c}" for i, c in enumerate(choices))
 
@@ -130,20 +138,37 @@ def _turn_hash(content: str) -> str:
 class _Benchmark:
     """What build_prompt_rows needs of one benchmark card, looked up once per build."""
 
-    def __init__(self, name: str, evaluate: Mapping[str, set[str]]):
+    def __init__(self, name: str, evaluate: Mapping[str, set[str]],
+                 asked: Mapping[str, Collection[tuple[str, str]]] | None):
         bench = card(name)
         self.name = bench.name
         self.exemplar_splits = bench.exemplar_splits
         self.evaluated = evaluate.get(bench.name, bench.eval_splits)
         proto = protocol(bench.name)
         self.settings = [(s, _Setting(proto, s)) for s in proto["settings"]]
+        # the pool of shots an item keeps is sized for every setting, asked or not: a setting's
+        # shots are then the same whichever others are asked
         self.most = max((s.get("shots", 0) for s in proto["settings"].values()), default=0)
+        self.per_variant: dict[str, list[tuple[str, _Setting]]] | None = None   # None: every pair
+        if asked is not None:
+            pairs = set(asked.get(bench.name, ()))
+            unknown = sorted({s for _, s in pairs} - set(proto["settings"]))
+            if unknown:
+                raise ValueError(f"{bench.name}: unknown settings {unknown}; known: {sorted(proto['settings'])}")
+            self.per_variant = {v: [(n, s) for n, s in self.settings if (v, n) in pairs] for v, _ in pairs}
+
+    def settings_of(self, variant: str) -> list[tuple[str, _Setting]]:
+        """The settings `variant` is rendered under, in the protocol's order."""
+        return self.settings if self.per_variant is None else self.per_variant.get(variant, [])
 
 
 def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]],
                       evaluate: Mapping[str, Collection[str]] | None = None,
-                      limit: int | None = None) -> list[dict[str, Any]]:
-    """Every evaluated item x variant x protocol setting of its benchmark -> one prompt row.
+                      limit: int | None = None,
+                      asked: Mapping[str, Collection[tuple[str, str]]] | None = None) -> list[dict[str, Any]]:
+    """Every evaluated item x variant x protocol setting of its benchmark -> one prompt row; with
+    `asked` (benchmark -> the (variant, setting) pairs some model asks, `asked_pairs`), only the
+    rows of those pairs, each the row it is without `asked` (a benchmark missing from it: none).
 
     Only items of the splits a benchmark evaluates get prompts (`evaluate`: benchmark -> splits;
     default: each card's `eval_splits`); the other splits stay in the items table for dedup and
@@ -157,25 +182,26 @@ def build_prompt_rows(items: list[dict[str, Any]], variants: list[dict[str, Any]
 
     Pools are built once per (benchmark, task, variant) and per (benchmark, task group,
     variant, task); each item then takes its first shots from them, so the cost is linear in
-    the items."""
+    the items (and in the pairs asked)."""
     return [{"item_id": item["item_id"], "benchmark": item["benchmark"], "variant": variant, "setting": setting,
              "messages": [{"role": "user", "content": text}], "max_tokens": max_tokens,
              "prompt_hash": _user_turn_hash(text)}
-            for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit)]
+            for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit, asked)]
 
 
 
 
 def build_prompt_columns(items: list[dict[str, Any]], variants: list[dict[str, Any]],
                          evaluate: Mapping[str, Collection[str]] | None = None,
-                         limit: int | None = None) -> dict[str, list[Any]]:
+                         limit: int | None = None,
+                         asked: Mapping[str, Collection[tuple[str, str]]] | None = None) -> dict[str, list[Any]]:
     """build_prompt_rows as columns (schema.PROMPTS' columns, in its order), with `messages`
     already in the JSON text schema.to_frame writes for it: a table is made without a dict (and
     a list and a dict for the messages) per row."""
     columns: dict[str, list[Any]] = {name: [] for name in PROMPTS.names}
     item_ids, benchmarks, variant_names, settings, messages, budgets, hashes = (columns[name] for name in (
         "item_id", "benchmark", "variant", "setting", "messages", "max_tokens", "prompt_hash"))
-    for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit):
+    for item, variant, setting, text, max_tokens in _rendered(items, variants, evaluate, limit, asked):
         item_ids.append(item["item_id"])
         benchmarks.append(item["benchmark"])
         variant_names.append(variant)
@@ -188,8 +214,10 @@ def build_prompt_columns(items: list[dict[str, Any]], variants: list[dict[str, A
 
 
 def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
-              evaluate: Mapping[str, Collection[str]] | None, limit: int | None):
-    """(item, variant name, setting, prompt text, max_tokens) in build_prompt_rows' order."""
+              evaluate: Mapping[str, Collection[str]] | None, limit: int | None,
+              asked: Mapping[str, Collection[tuple[str, str]]] | None = None):
+    """(item, variant name, setting, prompt text, max_tokens) in build_prompt_rows' order. A
+    variant no pair asks is neither rendered nor pooled (pools are per variant)."""
     if limit is not None and limit < 0:
         raise ValueError(f"limit must be 0 or more, not {limit}")
     by_id = {it["item_id"]: it for it in items}
@@ -199,7 +227,7 @@ def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
     def bench_of(item: dict[str, Any]) -> _Benchmark:
         found = benches.get(item["benchmark"])
         if found is None:
-            found = benches[item["benchmark"]] = _Benchmark(item["benchmark"], splits)
+            found = benches[item["benchmark"]] = _Benchmark(item["benchmark"], splits, asked)
         return found
 
     by_task: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
@@ -207,7 +235,7 @@ def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
     for v in variants:
         item = by_id[v["item_id"]]
         bench = bench_of(item)
-        if item["split"] in bench.exemplar_splits and item.get("answer"):
+        if item["split"] in bench.exemplar_splits and item.get("answer") and bench.settings_of(v["variant"]):
             shot = {**v, "task": item["task"], "metadata": item["metadata"],
                     "_order": (item.get("source_file") or "", _locator_order(item["source_locator"]))}
             by_task.setdefault((bench.name, item["task"], v["variant"]), []).append(shot)
@@ -222,6 +250,9 @@ def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
         bench = bench_of(item)
         if item["split"] not in bench.evaluated or (chosen is not None and item["item_id"] not in chosen):
             continue
+        settings = bench.settings_of(v["variant"])
+        if not settings:
+            continue
         most = bench.most
         pool = [s for s in by_task.get((bench.name, item["task"], v["variant"]), [])[:most + 1]
                 if s["item_id"] != item["item_id"]][:most]
@@ -233,7 +264,7 @@ def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
                                                 most))
             pool += outside_task[key][:most - len(pool)]
         options = options_text(list(v.get("choices") or []))
-        for name, setting in bench.settings:
+        for name, setting in settings:
             text, max_tokens = setting.render(item, v, pool, options, cache_examples=True)
             yield item, v["variant"], name, text, max_tokens
 
