@@ -2,8 +2,10 @@
 
     .venv/bin/python benchmarks/inference.py [--max-tokens 32]
 
-(a) output tokens/s of raw `LLM.generate` and of wenheng's vLLM path (cache lookup, engine,
-    one cache write per answer as it finishes) on the same prompts, and their ratio;
+(a) output tokens/s of raw `LLM.generate`, of `VLLMEngine.generate` alone and of wenheng's vLLM
+    path (`run_with_cache`: cache lookup, engine, cache writes), on the same prompts. Each path is
+    warmed once, then the passes alternate (raw, engine, wenheng, wenheng, engine, raw per round,
+    each wenheng pass with a fresh cache); every pass is printed, and the ratios are of medians;
 (b) OpenAI-path calls/s at concurrency 32 against the loopback server with 50 ms latency, over
     the ideal 640/s (benchmarks/openai_path.py, run after the vLLM engine is shut down);
 (c) cache-hit items/s on a second pass over (a)'s prompts.
@@ -12,6 +14,7 @@ Prompts: the first --limit (256) of every sample item x script variant x protoco
 from __future__ import annotations
 
 import argparse
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -34,10 +37,16 @@ def sample_prompts() -> list[str]:
     return [row["messages"][0]["content"] for row in build_prompt_rows(items, variants)]
 
 
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--limit", type=int, default=256, help="prompts per pass (CPU time)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of alternated passes: raw, engine, wenheng, wenheng, engine, raw each")
     args = parser.parse_args()
 
     from vllm import SamplingParams
@@ -54,27 +63,47 @@ def main() -> None:
     llm = engine._llm()
     prompts = sample_prompts()[:args.limit]
     params = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, seed=0)
-    llm.generate(prompts[:8], params, use_tqdm=False)  # warm-up
-
-    started = time.perf_counter()
-    outputs = llm.generate(prompts, params, use_tqdm=False)
-    raw_s = time.perf_counter() - started
-    raw_tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-
     requests = [Request(cache_key=f"{i}", messages=({"role": "user", "content": p},), max_tokens=args.max_tokens)
                 for i, p in enumerate(prompts)]
+
+    def raw() -> int:
+        return sum(len(o.outputs[0].token_ids) for o in llm.generate(prompts, params, use_tqdm=False))
+
+    def engine_alone() -> int:
+        return sum(c.tokens_out or 0 for c in engine.generate(requests))
+
+    def wenheng() -> int:   # a fresh cache each pass: every prompt is generated and written
+        with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp) / "bench.sqlite") as cache:
+            found, _ = run_with_cache(engine, requests, cache)
+        return sum(c.tokens_out or 0 for c in found.values())
+
+    paths = {"raw LLM.generate": raw, "VLLMEngine.generate": engine_alone, "run_with_cache": wenheng}
+    # warm every path once (the first full pass is the slow one), then alternate them, so that
+    # warm-up and drift fall on each side alike
+    for path in paths.values():
+        path()
+    rates: dict[str, list[float]] = {name: [] for name in paths}
+    order = list(paths) + list(reversed(paths))
+    for round_ in range(args.rounds):
+        for name in order:
+            started = time.perf_counter()
+            tokens = paths[name]()
+            seconds = time.perf_counter() - started
+            rates[name].append(tokens / seconds)
+            print(f"  round {round_ + 1}  {name:20s} {tokens} tokens in {seconds:.2f} s = {tokens / seconds:.1f} tok/s",
+                  flush=True)
+    raw_rate = _median(rates["raw LLM.generate"])
+    print(f"prompts: {len(prompts)}, max_tokens {args.max_tokens}; medians of {2 * args.rounds} passes each")
+    print(f"(a) raw LLM.generate:   {raw_rate:.1f} tok/s")
+    for name in ("VLLMEngine.generate", "run_with_cache"):
+        print(f"    {name + ':':20s} {_median(rates[name]):.1f} tok/s = {_median(rates[name]) / raw_rate:.3f} of raw"
+              f"  (target >= 0.95)")
+
     with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp) / "bench.sqlite") as cache:
-        started = time.perf_counter()
-        found, stats = run_with_cache(engine, requests, cache)
-        ours_s = time.perf_counter() - started
-        ours_tokens = sum(c.tokens_out or 0 for c in found.values())
+        run_with_cache(engine, requests, cache)
         started = time.perf_counter()
         _, again = run_with_cache(engine, requests, cache)
         hit_s = time.perf_counter() - started
-    print(f"prompts: {len(prompts)}, max_tokens {args.max_tokens}")
-    print(f"(a) raw LLM.generate:   {raw_tokens} tokens in {raw_s:.2f} s = {raw_tokens / raw_s:.1f} tok/s")
-    print(f"    wenheng inference:  {ours_tokens} tokens in {ours_s:.2f} s = {ours_tokens / ours_s:.1f} tok/s")
-    print(f"    ratio wenheng/raw:  {(ours_tokens / ours_s) / (raw_tokens / raw_s):.3f}  (target >= 0.95)")
     print(f"(c) cache hits: {again.cache_hits} items in {hit_s:.3f} s = {again.cache_hits / hit_s:,.0f} items/s"
           f" (prompts sent: {again.sent})")
     shutdown_engines()

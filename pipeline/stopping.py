@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -117,38 +116,6 @@ def watch_signals() -> None:
 
     threading.Thread(target=listen, name="wenheng-signals", daemon=True).start()
     _keep.extend([reader, writer])
-    shield_step_helpers()
-
-
-def shield_step_helpers() -> None:
-    """Ctrl-C reaches every process of the terminal's process group. For each step, Dagster starts
-    two helper processes per captured stream (`tail -F` on the compute log, and a Python watcher
-    that kills it if this process dies); interrupted, each watcher prints a KeyboardInterrupt
-    traceback. They are started with SIGINT blocked (a mask survives exec), so they never see it:
-    Dagster stops them at the step's end, or the watcher when this process is gone. A SIGINT that
-    comes while one is being started is delivered to this process right after (blocked signals
-    wait, they are not lost)."""
-    try:
-        from dagster._core.execution import compute_logs
-    except ImportError:   # Dagster moved it: the helpers print their tracebacks again, nothing worse
-        return
-    if not isinstance(compute_logs.subprocess, _SigintBlocked):
-        compute_logs.subprocess = _SigintBlocked()
-
-
-class _SigintBlocked:
-    """The subprocess module, but a process it starts has SIGINT blocked."""
-
-    def __getattr__(self, name: str):
-        return getattr(subprocess, name)
-
-    @staticmethod
-    def Popen(*args, **kwargs) -> subprocess.Popen:  # noqa: N802 (the name it stands in for)
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            return subprocess.Popen(*args, **kwargs)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
 
 _keep: list[socket.socket] = []   # the wakeup sockets live as long as the process

@@ -72,6 +72,9 @@ def _run(args: argparse.Namespace, run_tag: str, log_file: Path) -> int:
         say(f"at most {_limit()} items per benchmark (--limit / ${LIMIT_ENV})")
     started_at, started = time.time(), time.perf_counter()
     stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
+    from pipeline.executors import shield_step_helpers
+
+    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
     try:
         with locking.hold():   # one writer per lake, warehouse and cache
             try:

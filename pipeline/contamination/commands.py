@@ -173,6 +173,9 @@ def _scan_and_report(names: list[str], run_tag: str, log_file: Path) -> int:
         _say(f"items of {', '.join(prepare)} are not built yet: preparing them first")
     started = time.perf_counter()
     stopping.watch_signals()
+    from pipeline.executors import shield_step_helpers
+
+    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
     try:
         with locking.hold():
             summary = run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say, run_tag=run_tag)

@@ -14,7 +14,7 @@ import warnings
 import pytest
 from conftest import ROOT
 
-from pipeline import cli, stopping
+from pipeline import cli
 
 
 def test_library_logs_and_python_warnings_go_to_the_log_file_errors_to_both(tmp_path, capfd):
@@ -97,8 +97,10 @@ def test_the_step_helpers_dagster_starts_do_not_hear_ctrl_c():
     blocked, so Ctrl-C sent to the process group leaves them (and their tracebacks) out."""
     from dagster._core.execution import compute_logs
 
-    stopping.shield_step_helpers()
-    stopping.shield_step_helpers()   # once is enough; twice changes nothing
+    from pipeline.executors import shield_step_helpers
+
+    shield_step_helpers()
+    shield_step_helpers()   # once is enough; twice changes nothing
     child = compute_logs.subprocess.Popen(
         [sys.executable, "-c", "import signal; print(int(signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, "
                                "[])))"], stdout=subprocess.PIPE, text=True)

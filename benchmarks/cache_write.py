@@ -1,0 +1,179 @@
+"""What the response cache costs per call: client CPU of OpenAIEngine alone against the same engine
+behind `run_with_cache` (cache lookup, engine, every answer stored), on an instant loopback
+server (pipeline/testing/openai_server.py, in its own process, so its CPU is not counted).
+
+    .venv/bin/python benchmarks/cache_write.py [--calls 2000] [--concurrency 32] [--rounds 9]
+        [--baseline REV]
+
+The paths run turn about, round after round, each on prompts of its own (nothing is a cache
+hit), each cached round on a fresh cache file: the engine alone; `run_with_cache`; the baseline,
+`run_with_cache` of an earlier revision's pipeline/engines/cache.py loaded from git (default: the
+last one before answers were batched; HEAD while the change is not committed), skipped when git
+cannot give it; and the reference, the store as it was before batching written out here (the
+engine with one autocommit INSERT per answer on the event loop's thread, `dataclasses.asdict` +
+execute, plus the progress line), which needs no git. Figures are CPU ms per call (process time:
+every thread of this process, the SQLite writer's included), the median over the rounds with the
+range after it, and each path's ratio to the engine alone."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import io
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _server(latency: float) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.testing.openai_server", "--latency", str(latency)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    port = int(process.stdout.readline().split()[1])
+    return process, f"http://127.0.0.1:{port}/v1"
+
+
+def baseline_cache(revision: str | None):
+    """run_with_cache of `revision`'s pipeline/engines/cache.py, loaded from git into a module of
+    its own, and the revision; (None, why) when git cannot give it or it is today's file."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout
+
+    path = "pipeline/engines/cache.py"
+    try:
+        if revision is None:
+            introduced = git("log", "--format=%H", "-S", "class AnswerWriter", "--", path).split()
+            revision = introduced[-1] + "^" if introduced else "HEAD"
+        source = git("show", f"{revision}:{path}")
+    except (OSError, subprocess.CalledProcessError) as error:
+        return None, f"git could not give it ({error})"
+    if source == (ROOT / path).read_text(encoding="utf-8"):
+        return None, f"{revision}'s file is today's"
+    with tempfile.TemporaryDirectory() as tmp:
+        file = Path(tmp) / "baseline_cache.py"
+        file.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("baseline_cache", file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module   # its dataclasses look their module up
+        spec.loader.exec_module(module)
+    return module, revision
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--latency", type=float, default=0.0, help="the server's seconds per answer")
+    parser.add_argument("--baseline", metavar="REV", help="git revision of the cache module to compare with")
+    args = parser.parse_args()
+
+    sys.path.insert(0, str(ROOT))
+    from pipeline import progress as progress_lines
+    from pipeline.engines import Request
+    from pipeline.engines.cache import _COLUMNS, ResponseCache, cache_key, engine_label, run_with_cache
+    from pipeline.engines.openai_engine import OpenAIEngine
+    from pipeline.progress import Progress
+
+    progress_lines.default_stream = io.StringIO   # the progress lines are not what is measured
+    old, revision = baseline_cache(args.baseline)
+    server, base_url = _server(args.latency)
+    try:
+        engine = OpenAIEngine(model="fake-model", base_url=base_url, api_key_env=None,
+                              concurrency=args.concurrency, timeout_s=30, max_retries=2)
+
+        def batch(tag: str) -> list[Request]:
+            out = []
+            for i in range(args.calls):
+                messages = ({"role": "user", "content": f"{tag} 第{i}题：何谓“学而时习之”？"},)
+                out.append(Request(cache_key=cache_key("bench", engine.identity(), messages, {"max_tokens": 16}),
+                                   messages=messages, max_tokens=16))
+            return out
+
+        # Each path: (set up, run, tear down) for one round; only the run is timed.
+        def engine_alone(requests: list[Request], _folder: Path):
+            yield lambda: sum(bool(c.error) for c in engine.generate(requests))
+
+        def cached(requests: list[Request], folder: Path):
+            with ResponseCache(folder / "responses.sqlite") as cache:
+                yield lambda: run_with_cache(engine, requests, cache)[1].errors
+
+        def per_answer_insert(requests: list[Request], folder: Path):
+            """The reference: the store before batching, one autocommit INSERT per answer."""
+            db = sqlite3.connect(folder / "responses.sqlite", isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE responses (cache_key TEXT PRIMARY KEY, text TEXT, finish_reason TEXT,"
+                       " tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, error TEXT, created_at TEXT"
+                       " DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')))")
+            sql = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)})"
+                   f" VALUES (?{', ?' * len(_COLUMNS)})")
+
+            def run() -> int:
+                progress = Progress(len(requests), engine_label(engine), log=lambda _: None)
+
+                def persist(index: int, comp) -> None:
+                    if not comp.error:
+                        values = dataclasses.asdict(comp)
+                        db.execute(sql, [requests[index].cache_key, *(values[c] for c in _COLUMNS)])
+                    progress.update(comp)
+
+                try:
+                    return sum(bool(c.error) for c in engine.generate(requests, on_result=persist))
+                finally:
+                    progress.close()
+
+            try:
+                yield run
+            finally:
+                db.close()
+
+        def cached_before(requests: list[Request], folder: Path):
+            with old.ResponseCache(folder / "responses.sqlite") as cache:
+                yield lambda: old.run_with_cache(engine, requests, cache)[1].errors
+
+        paths = {"engine alone": engine_alone, "run_with_cache": cached}
+        if old is not None:
+            paths[f"run_with_cache of {revision[:12]}"] = cached_before
+        paths["per-answer INSERT (before)"] = per_answer_insert
+        engine.generate(batch("warm-up"))
+        cpu: dict[str, list[float]] = {name: [] for name in paths}
+        wall: dict[str, list[float]] = {name: [] for name in paths}
+        failures = 0
+        for round_ in range(args.rounds):
+            for name, path in paths.items():
+                requests = batch(f"{name}-{round_}")
+                with tempfile.TemporaryDirectory() as tmp:
+                    steps = path(requests, Path(tmp))
+                    run = next(steps)
+                    started, used = time.perf_counter(), time.process_time()
+                    failures += run()
+                    used, seconds = time.process_time() - used, time.perf_counter() - started
+                    next(steps, None)
+                cpu[name].append(used / args.calls * 1000)
+                wall[name].append(args.calls / seconds)
+
+        print(f"{args.calls} calls, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms server latency, "
+              f"{args.rounds} interleaved rounds; CPU ms per call, median (range)")
+        alone = statistics.median(cpu["engine alone"])
+        for name in paths:
+            median = statistics.median(cpu[name])
+            print(f"  {name:28s} {median:.3f} ms  ({min(cpu[name]):.3f}-{max(cpu[name]):.3f})  "
+                  f"x{median / alone:.3f} of the engine alone  {statistics.median(wall[name]):5.0f} calls/s")
+        if old is None:
+            print(f"  (no baseline revision: {revision})")
+        if failures:
+            print(f"  {failures} calls FAILED")
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
