@@ -250,14 +250,7 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
         raise ValueError(f"chart format must be 'png' or 'svg', not {fmt!r}")
     if frame.empty:
         raise ValueError("paper_table_chart: the frame has no rows")
-    if "score" not in frame and "value" in frame:
-        frame = frame.rename(columns={"value": "score"})
-    frame = frame.assign(_series=_series_names(frame), _row=_row_names(frame), _model=frame["model"].astype(str))
-    scored = frame["score"].map(lambda x: not _missing(x))
-    with_scores = set(frame.loc[scored, "_series"])
-    left_out = sorted(set(frame["_series"]) - with_scores) if with_scores else []
-    if left_out:   # series with no score anywhere (withheld answers): named, not drawn
-        frame = frame[frame["_series"].isin(with_scores)]
+    frame, left_out = _chart_frame(frame)
     sort_keys = [c for c in ("row_order", "metric") if c in frame]
     rows = list(dict.fromkeys(frame.sort_values(sort_keys, kind="stable")["_row"] if sort_keys else frame["_row"]))
     series = sorted(frame["_series"].unique())
@@ -275,55 +268,83 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
         fig = Figure(figsize=(7.2, height), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
-        labels, handles = [], []
-        for row in rows:
-            part = frame[frame["_row"] == row]
-            labels.append(f"{_clip(safe_label(row))}\n{_coverage_text(part)}")
+        handles = []
         for k, name in enumerate(series):
-            part = frame[frame["_series"] == name].set_index("_row")
-            ys, xs, lo, hi, empty = [], [], [], [], []
-            for y, row in enumerate(rows):
-                pos = y - 0.4 + bar * (k + 0.5)
-                if row not in part.index:
-                    continue
-                r = part.loc[row]
-                r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
-                if _missing(r["score"]):
-                    empty.append(pos)
-                    continue
-                score = float(r["score"])
-                if score == 0:   # a bar of no width: say it is a zero, not a gap
-                    ax.text(1, pos, "0", va="center", fontsize=6, color="#333333")
-                ys.append(pos)
-                xs.append(score)
-                low = score if _missing(r.get("ci_low")) else float(r["ci_low"])
-                high = score if _missing(r.get("ci_high")) else float(r["ci_high"])
-                lo.append(max(0.0, score - low))
-                hi.append(max(0.0, high - score))
             colour, hatch = _style(name, k, series, model_of, colours)
             handles.append(Patch(facecolor="white" if hatch else colour, edgecolor=colour, hatch=hatch,
                                  linewidth=0.8 if hatch else 0, label=safe_label(name)))
-            if ys:
-                _bars(ax, ys, xs, lo, hi, bar * 0.92, colour, hatch)
-            for pos in empty:
-                ax.text(1, pos, "no score", va="center", fontsize=6, color="#666666")
-        ax.set_yticks(range(len(rows)), labels)
-        ax.set_ylim(len(rows) - 0.5, -0.5)   # first row on top, no empty margin
-        ax.set_xlim(0, 105)
-        xlabel = "score x100 (bars: 95% bootstrap interval)"
-        if left_out:
-            xlabel += "\n" + _clip(safe_label("no score, not drawn: " + ", ".join(left_out)), MAX_NOTE)
-        ax.set_xlabel(xlabel)
-        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-        ax.set_title(safe_label(title), fontsize=9, loc="left")
+            _draw_series(ax, frame[frame["_series"] == name].set_index("_row"), k, rows, bar, colour, hatch)
+        _label_axes(ax, frame, rows, left_out, title)
         fig.legend(handles=handles, loc="outside lower center", fontsize=7, frameon=False,
                    ncols=min(len(series), 4))
-        buffer = io.BytesIO()
-        if fmt == "svg":   # no creation date, so the same table gives the same bytes
-            fig.savefig(buffer, format="svg", metadata={"Date": None})
-            return _compact_svg(buffer.getvalue())
-        fig.savefig(buffer, format="png", metadata={"Software": "wenheng"})
+        return _encoded(fig, fmt)
+
+
+def _chart_frame(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The rows to draw, with their series, row and model names (`_series`, `_row`, `_model`), and
+    the series left out: those with no score in any row (withheld answers), when some series has one."""
+    if "score" not in frame and "value" in frame:
+        frame = frame.rename(columns={"value": "score"})
+    frame = frame.assign(_series=_series_names(frame), _row=_row_names(frame), _model=frame["model"].astype(str))
+    scored = frame["score"].map(lambda x: not _missing(x))
+    with_scores = set(frame.loc[scored, "_series"])
+    left_out = sorted(set(frame["_series"]) - with_scores) if with_scores else []
+    if left_out:   # series with no score anywhere (withheld answers): named, not drawn
+        frame = frame[frame["_series"].isin(with_scores)]
+    return frame, left_out
+
+
+def _draw_series(ax, part: pd.DataFrame, k: int, rows: list[str], bar: float, colour: str,
+                 hatch: str | None) -> None:
+    """Series k's bars and intervals (`part`: its rows, indexed by row name), "0" beside a bar of
+    no width and "no score" where a row has none."""
+    ys, xs, lo, hi, empty = [], [], [], [], []
+    for y, row in enumerate(rows):
+        pos = y - 0.4 + bar * (k + 0.5)
+        if row not in part.index:
+            continue
+        r = part.loc[row]
+        r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
+        if _missing(r["score"]):
+            empty.append(pos)
+            continue
+        score = float(r["score"])
+        if score == 0:   # a bar of no width: say it is a zero, not a gap
+            ax.text(1, pos, "0", va="center", fontsize=6, color="#333333")
+        ys.append(pos)
+        xs.append(score)
+        low = score if _missing(r.get("ci_low")) else float(r["ci_low"])
+        high = score if _missing(r.get("ci_high")) else float(r["ci_high"])
+        lo.append(max(0.0, score - low))
+        hi.append(max(0.0, high - score))
+    if ys:
+        _bars(ax, ys, xs, lo, hi, bar * 0.92, colour, hatch)
+    for pos in empty:
+        ax.text(1, pos, "no score", va="center", fontsize=6, color="#666666")
+
+
+def _label_axes(ax, frame: pd.DataFrame, rows: list[str], left_out: list[str], title: str) -> None:
+    """Each row's label with its coverage, the score axis (naming the series left out) and the title."""
+    labels = [f"{_clip(safe_label(row))}\n{_coverage_text(frame[frame['_row'] == row])}" for row in rows]
+    ax.set_yticks(range(len(rows)), labels)
+    ax.set_ylim(len(rows) - 0.5, -0.5)   # first row on top, no empty margin
+    ax.set_xlim(0, 105)
+    xlabel = "score x100 (bars: 95% bootstrap interval)"
+    if left_out:
+        xlabel += "\n" + _clip(safe_label("no score, not drawn: " + ", ".join(left_out)), MAX_NOTE)
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(safe_label(title), fontsize=9, loc="left")
+
+
+def _encoded(fig, fmt: str) -> bytes:
+    """The figure as compact SVG or palette PNG bytes."""
+    buffer = io.BytesIO()
+    if fmt == "svg":   # no creation date, so the same table gives the same bytes
+        fig.savefig(buffer, format="svg", metadata={"Date": None})
+        return _compact_svg(buffer.getvalue())
+    fig.savefig(buffer, format="png", metadata={"Software": "wenheng"})
     return _compact_png(buffer.getvalue())
 
 

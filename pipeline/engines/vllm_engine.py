@@ -10,7 +10,7 @@ import atexit
 import itertools
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline import paths, stopping
@@ -120,7 +120,6 @@ class VLLMEngine:
         # token ("CPU Generator does not use offset": the engine dies mid-batch), so there sampled
         # requests draw from the engine's RNG, seeded once at load. Greedy requests never sample.
         own_seeds = not current_platform.is_cpu()
-        engine = llm.llm_engine
         results: list[Completion | None] = [None] * len(requests)
 
         def finish(index: int, completion: Completion) -> None:
@@ -128,14 +127,27 @@ class VLLMEngine:
             if on_result:
                 on_result(index, completion)
 
-        # Submit everything at once (vLLM schedules the batch), then step until all are done.
-        pending: dict[str, tuple[int, float]] = {}
-        for index, req in enumerate(requests):
-            params = SamplingParams(
+        def sampling(req: Request) -> SamplingParams:
+            return SamplingParams(
                 temperature=req.temperature, max_tokens=req.max_tokens,
                 seed=(self.seed if req.seed is None else req.seed) if own_seeds or not req.temperature else None,
                 output_kind=RequestOutputKind.FINAL_ONLY,
                 structured_outputs=_structured(StructuredOutputsParams, req))
+
+        # Submit everything at once (vLLM schedules the batch), then step until all are done.
+        pending = self._submit(llm, requests, sampling, finish)
+        # progress is shown by the caller (pipeline.progress, fed by on_result)
+        _step_until_done(llm.llm_engine, pending, finish)
+        return results
+
+    def _submit(self, llm, requests: Sequence[Request], sampling: Callable[[Request], Any],
+                finish: Callable[[int, Completion], None]) -> dict[str, tuple[int, float]]:
+        """Every request added to the engine: request id -> (its index, when it was submitted). A
+        request the engine refuses is finished at once as an error row."""
+        engine = llm.llm_engine
+        pending: dict[str, tuple[int, float]] = {}
+        for index, req in enumerate(requests):
+            params = sampling(req)
             request_id = f"wenheng-{next(_REQUEST_IDS)}"
             try:
                 if self.chat_template:
@@ -150,30 +162,36 @@ class VLLMEngine:
                 finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
                 continue
             pending[request_id] = (index, time.perf_counter())
-        # progress is shown by the caller (pipeline.progress, fed by on_result)
-        try:
-            while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
-                if stopping.grace_over():
-                    # Ctrl-C / SIGTERM: what finished within the grace period is kept (and cached);
-                    # the rest is aborted and becomes error rows, which the next run sends again
-                    engine.abort_request(list(pending))
-                    for index, _ in pending.values():
-                        finish(index, Completion(text=None, error="stopped: the run was interrupted"))
-                    pending.clear()
-                    break
-                for out in engine.step():
-                    if not out.finished:
-                        continue
-                    index, submitted = pending.pop(out.request_id)
-                    finish(index, Completion(
-                        text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
-                        tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
-                        latency_s=time.perf_counter() - submitted))
-        except Exception as exc:  # the engine died mid-batch: what finished is kept, the rest are error rows
-            engine.abort_request(list(pending))
-            for index, _ in pending.values():
-                finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
-        return results
+        return pending
+
+
+def _step_until_done(engine, pending: dict[str, tuple[int, float]],
+                     finish: Callable[[int, Completion], None]) -> None:
+    """Step the engine until every pending request has finished, each finished the moment it
+    completes. Stopped (Ctrl-C / SIGTERM past the grace period) or a dead engine: the rest are
+    aborted and become error rows."""
+    try:
+        while pending and engine.has_unfinished_requests():  # a dead engine blocks here: ask only when waiting
+            if stopping.grace_over():
+                # Ctrl-C / SIGTERM: what finished within the grace period is kept (and cached);
+                # the rest is aborted and becomes error rows, which the next run sends again
+                engine.abort_request(list(pending))
+                for index, _ in pending.values():
+                    finish(index, Completion(text=None, error="stopped: the run was interrupted"))
+                pending.clear()
+                break
+            for out in engine.step():
+                if not out.finished:
+                    continue
+                index, submitted = pending.pop(out.request_id)
+                finish(index, Completion(
+                    text=out.outputs[0].text, finish_reason=out.outputs[0].finish_reason,
+                    tokens_in=len(out.prompt_token_ids or []), tokens_out=len(out.outputs[0].token_ids),
+                    latency_s=time.perf_counter() - submitted))
+    except Exception as exc:  # the engine died mid-batch: what finished is kept, the rest are error rows
+        engine.abort_request(list(pending))
+        for index, _ in pending.values():
+            finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
 
 
 def _structured(params_type, req: Request):

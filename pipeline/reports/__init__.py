@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from pipeline.benchmarks import cards
 from pipeline.charts import model_colours
 from pipeline.reports import comparison, data, render
@@ -51,24 +53,8 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     env = render.environment()
     css = render.stylesheet()
     all_cards = cards()
-    with connect_readonly(Path(db_path)) as con:
-        rows = data.paper_rows(con)
-        if benchmarks:
-            rows = rows[rows["benchmark"].isin(benchmarks)]
-        if models:
-            rows = rows[rows["model"].isin(models)]
-        sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
-        info = results(con, rows, Path(db_path), run_info)
-        corpora = contamination_page.pages(con, benchmarks, models)
-        compared = comparison.pairs(con, sorted(set(rows["model"])), benchmarks) if rows["model"].nunique() > 1 \
-            else {"pairs": [], "left_out": []}
-        written = set()
-        for name in sorted(set(rows["benchmark"])):
-            data.write_samples_jsonl(con, name, out_dir / f"samples_{name}.jsonl", models)
-            written.add(f"samples_{name}.jsonl")
-    for stale in out_dir.glob("samples_*.jsonl"):   # of a benchmark an earlier report into this folder had
-        if stale.name not in written:
-            stale.unlink()
+    rows, sample_data, info, corpora, compared = _from_warehouse(
+        Path(db_path), out_dir, run_info, max_samples, max_sample_bytes, benchmarks, models)
 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
     present += sorted(set(rows["benchmark"]) - set(present))   # a benchmark whose card is gone
@@ -76,29 +62,8 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     # the comparison and contamination pages, and links to them on every page, only when they have content
     env.globals["links"] = {"compare": bool(compared["pairs"]), "contamination": bool(corpora)}
     contamination = (f"{len(corpora)} corpus scan(s): {', '.join(c['name'] for c in corpora)}" if corpora else "")
-    if compared["pairs"]:
-        render.write(out_dir / "compare.html", env.get_template("compare.html.j2").render(
-            css=css, nav=nav, pairs=compared["pairs"], left_out=compared["left_out"],
-            pairs_models=comparison.MAX_MODELS))
-    else:
-        (out_dir / "compare.html").unlink(missing_ok=True)
-    if corpora:
-        render.write(out_dir / "contamination.html", env.get_template("contamination.html.j2").render(
-            css=css, nav=nav, contamination=contamination, corpora=corpora))
-    else:
-        (out_dir / "contamination.html").unlink(missing_ok=True)   # from an earlier report into this folder
-    index_entries = []
-    colours = model_colours(rows["model"])   # one colour per model in every chart of the report
-    for name in present:
-        bench = all_cards.get(name) or _Unknown(name)
-        part = rows[rows["benchmark"] == name]
-        tables = render.benchmark_tables(bench, part, colours=colours)
-        render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
-        data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
-        render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(
-            css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY, contamination=contamination))
-        index_entries.append({"name": name, "title": bench.title,
-                              "headline": render.groups(part[part["headline"].astype(bool)])})
+    _write_optional_pages(env, out_dir, css, nav, compared, corpora, contamination)
+    index_entries = _write_benchmark_pages(env, out_dir, css, nav, contamination, rows, present, all_cards)
 
     shown, total = len(sample_data["samples"]), sample_data["total"]
     render.write(out_dir / "samples.html", env.get_template("samples.html.j2").render(
@@ -115,6 +80,67 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
         subtitle=_subtitle(run_info),
         samples_line=f"{shown:,} of {total:,} embedded" if sample_data["capped"] else f"{shown:,} samples"))
     return index
+
+
+def _from_warehouse(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None, max_samples: int,
+                    max_sample_bytes: int, benchmarks: list[str] | None,
+                    models: list[str] | None) -> tuple[pd.DataFrame, dict, dict, list[dict], dict]:
+    """What the report shows, read from the warehouse: the paper-table rows, the sample browser's
+    data, results.json's content, the contamination pages and the model pairs compared. Writes
+    each benchmark's samples_<benchmark>.jsonl, and removes those of benchmarks no longer shown."""
+    with connect_readonly(db_path) as con:
+        rows = data.paper_rows(con)
+        if benchmarks:
+            rows = rows[rows["benchmark"].isin(benchmarks)]
+        if models:
+            rows = rows[rows["model"].isin(models)]
+        sample_data = data.samples(con, max_samples, benchmarks, models, max_sample_bytes)
+        info = results(con, rows, db_path, run_info)
+        corpora = contamination_page.pages(con, benchmarks, models)
+        compared = comparison.pairs(con, sorted(set(rows["model"])), benchmarks) if rows["model"].nunique() > 1 \
+            else {"pairs": [], "left_out": []}
+        written = set()
+        for name in sorted(set(rows["benchmark"])):
+            data.write_samples_jsonl(con, name, out_dir / f"samples_{name}.jsonl", models)
+            written.add(f"samples_{name}.jsonl")
+    for stale in out_dir.glob("samples_*.jsonl"):   # of a benchmark an earlier report into this folder had
+        if stale.name not in written:
+            stale.unlink()
+    return rows, sample_data, info, corpora, compared
+
+
+def _write_optional_pages(env, out_dir: Path, css: str, nav: list[dict], compared: dict, corpora: list[dict],
+                          contamination: str) -> None:
+    """compare.html and contamination.html when they have content; else an earlier report's are removed."""
+    if compared["pairs"]:
+        render.write(out_dir / "compare.html", env.get_template("compare.html.j2").render(
+            css=css, nav=nav, pairs=compared["pairs"], left_out=compared["left_out"],
+            pairs_models=comparison.MAX_MODELS))
+    else:
+        (out_dir / "compare.html").unlink(missing_ok=True)
+    if corpora:
+        render.write(out_dir / "contamination.html", env.get_template("contamination.html.j2").render(
+            css=css, nav=nav, contamination=contamination, corpora=corpora))
+    else:
+        (out_dir / "contamination.html").unlink(missing_ok=True)   # from an earlier report into this folder
+
+
+def _write_benchmark_pages(env, out_dir: Path, css: str, nav: list[dict], contamination: str, rows: pd.DataFrame,
+                           present: list[str], all_cards: dict) -> list[dict[str, Any]]:
+    """Each benchmark's .md, .csv and .html; returns the index page's entries (its headline rows)."""
+    index_entries = []
+    colours = model_colours(rows["model"])   # one colour per model in every chart of the report
+    for name in present:
+        bench = all_cards.get(name) or _Unknown(name)
+        part = rows[rows["benchmark"] == name]
+        tables = render.benchmark_tables(bench, part, colours=colours)
+        render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
+        data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
+        render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(
+            css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY, contamination=contamination))
+        index_entries.append({"name": name, "title": bench.title,
+                              "headline": render.groups(part[part["headline"].astype(bool)])})
+    return index_entries
 
 
 def _size(n: int) -> str:

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline import schema
+from pipeline.rows import _types_mapper
 
 
 def reference_records(df: pd.DataFrame) -> list[dict]:
@@ -28,7 +29,7 @@ def reference_frame(rows: list[dict], table_schema: pa.Schema) -> pd.DataFrame:
     names = table_schema.names
     encoded = [{n: (schema.stable_json(r.get(n)) if n in schema.JSON_COLUMNS and r.get(n) is not None else r.get(n))
                 for n in names} for r in rows]
-    return pa.Table.from_pylist(encoded, schema=table_schema).to_pandas(types_mapper=schema._types_mapper)
+    return pa.Table.from_pylist(encoded, schema=table_schema).to_pandas(types_mapper=_types_mapper)
 
 
 def assert_same(a, b, path="$"):

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.contamination import engines
+from pipeline.contamination import engines, local_engine
 from pipeline.contamination.corpora import CorpusSpec, shard_paths
 from pipeline.contamination.index import build_index
 from pipeline.contamination.overlap import overlap_rows
@@ -115,10 +115,10 @@ def test_local_pool_and_ray_give_identical_results(tmp_path, monkeypatch, ray_mo
     serial = _scan(spec, index, tmp_path / "serial")
 
     with monkeypatch.context() as m:
-        m.setattr(engines, "POOL_MIN_BYTES", 0)
-        m.setattr(engines, "RANGE_BYTES", RANGE_BYTES)
+        m.setattr(local_engine, "POOL_MIN_BYTES", 0)
+        m.setattr(local_engine, "RANGE_BYTES", RANGE_BYTES)
         big = str(tmp_path / "corpus" / "a_big.jsonl")
-        assert len(engines._tasks(big, engines.Reading.of(spec))) >= 5, "the big jsonl file is not split"
+        assert len(local_engine._tasks(big, engines.Reading.of(spec))) >= 5, "the big jsonl file is not split"
         pool = _scan(spec, index, tmp_path / "pool", workers=2)
 
     ray = _scan(spec, index, tmp_path / "ray", engine="ray", workers=2)

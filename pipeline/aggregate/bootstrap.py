@@ -1,0 +1,134 @@
+"""The seeded Poisson bootstrap: each unit's (or cluster's) weights, and a row's number with its
+replicates, micro over its units or nested as a mean over groups."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pipeline.aggregate.coverage import _groupable
+from pipeline.aggregate.metrics import _isnan, metric
+from pipeline.aggregate.spec import CLUSTER_COLUMNS
+
+REPLICATES = 1000
+SEED = "wenheng"
+_POISSON_CDF = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(12)])
+
+
+def poisson_weights(ids: Sequence[str], replicates: int = REPLICATES, seed: str = SEED) -> np.ndarray:
+    """(len(ids), replicates) bootstrap weights; a unit's weights depend only on its id and the seed."""
+    if not len(ids):
+        return np.zeros((0, replicates))
+    roots = np.array([int.from_bytes(hashlib.sha256(f"{seed}|{i}".encode()).digest()[:8], "little") for i in ids],
+                     dtype=np.uint64)
+    mix = np.arange(replicates, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    out = np.empty((len(ids), replicates))
+    # in blocks of rows, in place: the arrays stay in cache (7x faster than whole-matrix steps)
+    for start in range(0, len(ids), _WEIGHT_BLOCK):
+        x = roots[start:start + _WEIGHT_BLOCK, None] ^ mix[None, :]
+        x ^= x >> np.uint64(30)                  # splitmix64 finaliser (wrapping uint64 arithmetic)
+        x *= np.uint64(0xBF58476D1CE4E5B9)
+        x ^= x >> np.uint64(27)
+        x *= np.uint64(0x94D049BB133111EB)
+        x ^= x >> np.uint64(31)
+        x >>= np.uint64(11)
+        # 53 bits: exact as int64 too, whose conversion to float is several times faster than uint64's
+        uniform = x.view(np.int64).astype(np.float64)
+        uniform /= float(1 << 53)
+        # the Poisson draw: how many CDF values lie below (np.searchsorted's left side), counted
+        drawn = np.zeros(uniform.shape, dtype=np.uint8)
+        for bound in _POISSON_CDF:
+            drawn += uniform > bound
+        out[start:start + _WEIGHT_BLOCK] = drawn
+    return out
+
+
+_WEIGHT_BLOCK = 512
+
+
+@dataclass
+class Cell:
+    value: float                 # 0-100, nan when nothing could be computed
+    replicates: np.ndarray       # (REPLICATES,)
+    n_items: int
+    n_scored: int
+    unscored: tuple[str, ...] = ()   # groups of a mean with no scored unit: why the mean is undefined
+
+
+def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
+    m = metric(metric_name)
+    # a unit's statistics read its score and details only: those two, not the whole row as a dict
+    rows = [(uid, m.stats({"unit_id": uid, "score": score, "details": details}))
+            for uid, score, details in zip(units["unit_id"], units["score"], units["details"])
+            if score is not None and not _isnan(score)]
+    rows = [(uid, s) for uid, s in rows if s is not None]
+    n_items = len(units)
+    if not rows:
+        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, 0)
+    stats = np.array([s for _, s in rows], dtype=np.float64)          # (n, k)
+    w = np.stack([weights[uid] for uid, _ in rows])                    # (n, B)
+    return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(stats.T @ w), dtype=float), n_items, len(rows))
+
+
+def compute_cell(units: pd.DataFrame, mean_of: Sequence[str], leaf_metric: Callable[[pd.DataFrame], str],
+                 weights: dict[str, np.ndarray], expected: dict[str, list[Any]] | None = None) -> Cell:
+    """A row's number: micro over its units, or the unweighted mean over `mean_of[0]`'s groups of
+    their own numbers (recursively). A mean over groups is undefined (nan) when any group has no
+    scored unit, or when a group the table lists (`expected`, from its `where`) has no items at all,
+    so a missing task never silently changes what an average covers."""
+    if not mean_of:
+        return _leaf(units, leaf_metric(units), weights)
+    expected = expected or {}
+    grouped = _groupable(units, mean_of[0])
+    groups = dict(list(grouped.groupby(mean_of[0], sort=True, dropna=False)))
+    for value in expected.get(mean_of[0], []):
+        groups.setdefault(value, units.iloc[0:0])
+    children = [compute_cell(part, mean_of[1:], leaf_metric, weights, expected) for part in groups.values()]
+    n_items = sum(c.n_items for c in children) + len(units) - len(grouped)
+    n_scored = sum(c.n_scored for c in children)
+    unscored = tuple(str(g) for g, c in zip(groups, children) if c.n_scored == 0)
+    if not children or unscored:
+        return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, n_scored, unscored)
+    return Cell(float(np.mean([c.value for c in children])),
+                np.mean(np.stack([c.replicates for c in children]), axis=0), n_items, n_scored)
+
+
+def combine(values: Sequence[float], sizes: Sequence[int] | None = None) -> float:
+    """The nesting rule on already-aggregated numbers: the unweighted mean, or (with sizes) the
+    size-weighted mean, which is what a micro average over items amounts to."""
+    if sizes is None:
+        return float(np.mean(values))
+    return float(np.dot(values, sizes) / np.sum(sizes))
+
+
+def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> dict[str, np.ndarray]:
+    """Each unit id's bootstrap weights (groups' ids `group:<g>` included): its own, or with
+    `cluster` its cluster's, so that a cluster's units are resampled together."""
+    units = units.drop_duplicates("unit_id")
+    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
+    key = {uid: uid for uid in units["unit_id"]}
+    if column:
+        key |= {uid: f"cluster:{c}" for uid, c in zip(units["unit_id"], units[column]) if c is not None}
+    for gid, first in units.dropna(subset=["group"]).groupby("group", sort=True)["unit_id"].first().items():
+        key[f"group:{gid}"] = key[first] if key[first] != first else f"group:{gid}"
+    draws = sorted(set(key.values()))
+    drawn = dict(zip(draws, poisson_weights(draws)))
+    return {uid: drawn[k] for uid, k in key.items()}
+
+
+def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
+    """What a row's interval says about its clusters, when some cluster holds several units."""
+    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
+    if not column or column not in units:
+        return None
+    ids = units[column].dropna()
+    if ids.empty or ids.value_counts().max() < 2:
+        return None
+    n = ids.nunique() + int(units[column].isna().sum())
+    return f"interval clustered by {cluster}: {n:,} clusters of {len(units):,} items resampled whole"

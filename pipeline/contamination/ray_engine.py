@@ -1,0 +1,209 @@
+"""The Ray engine: `ray.data.read_binary_files` (jsonl, json, txt) or `read_parquet`, then
+`map_batches` with `RayScanner`, which builds the index lookup once per worker from the object
+store and parses the bytes with the local engine's functions."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+
+import pyarrow as pa
+
+from pipeline import stopping
+from pipeline.contamination.corpora import CorpusSpec, format_of
+from pipeline.contamination.index import ItemIndex, Lookup
+from pipeline.contamination.reading import BATCH_BYTES, Reading, _doc_batches, _parquet_tables
+from pipeline.contamination.scan import (
+    MATCHES,
+    Documents,
+    FileStats,
+    ShardError,
+    looks_binary,
+    parse_json,
+    parse_lines,
+    parse_parquet_batch,
+    scan_documents,
+    smallest_per_hash,
+)
+
+# Reading a file is I/O: its Ray tasks ask for a tenth of a CPU and each scanner for the rest of
+# one, so one scanner per CPU and the reads that feed them fit together (a scanner asking for a
+# whole CPU leaves no room for any read on a local Ray: the dataset waits forever).
+READ_CPUS = 0.1
+STATS_COLUMN = "stats"           # Ray rows carrying a file's FileStats (JSON), hash null
+
+
+class RayScanner:
+    """Ray Data's per-batch callable: the lookup is built once per worker, in the constructor."""
+
+    def __init__(self, hashes, reading: Reading, canonical: dict[str, str]):
+        import ray
+
+        if isinstance(hashes, ray.ObjectRef):
+            hashes = ray.get(hashes)
+        self.lookup = Lookup(hashes)
+        self.reading = reading
+        self.canonical = canonical
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        out = []
+        paths = batch.column("path").to_pylist()
+        if "bytes" in batch.column_names:    # whole files (jsonl, json, txt)
+            for path, data in zip(paths, batch.column("bytes").to_pylist()):
+                out.append(self._file(self.canonical.get(_plain(path), path), data))
+        else:                                 # parquet rows, possibly of several files
+            by_path: dict[str, list[int]] = {}
+            for i, path in enumerate(paths):
+                by_path.setdefault(path, []).append(i)
+            for path, rows in by_path.items():
+                out.append(self._rows(self.canonical.get(_plain(path), path), batch.take(rows)))
+        return pa.concat_tables(out) if out else _with_stats(MATCHES.empty_table(), None)
+
+    def _file(self, path: str, data: bytes) -> pa.Table:
+        stats = FileStats(path)
+        docs = Documents(self.reading.fields, self.reading.id_field)
+        try:
+            fmt = self.reading.format_for(path)
+            tables = []
+            if fmt == "json":
+                texts, keys = parse_json(data, docs, stats)
+                for part_texts, part_keys in _doc_batches(texts, keys):
+                    tables.append(scan_documents(part_texts, part_keys, path, self.lookup, self.reading.n, stats))
+            elif fmt == "parquet":   # a parquet file among text files: read whole, like them
+                tables += _parquet_tables(pa.BufferReader(data), path, self.reading, docs, stats, self.lookup)
+            else:
+                if looks_binary(data[:65536]):
+                    raise ShardError("not text (NUL bytes, or mostly bytes that are not UTF-8)")
+                for block in _split_lines(data):
+                    texts, keys = parse_lines(block, fmt, docs, stats)
+                    tables.append(scan_documents(texts, keys, path, self.lookup, self.reading.n, stats))
+        except ShardError as exc:
+            return _with_stats(MATCHES.empty_table(), {"path": path, "error": str(exc)})
+        except (OSError, ValueError, pa.ArrowException) as exc:   # as scan_range words it
+            return _with_stats(MATCHES.empty_table(), {"path": path, "error": f"{type(exc).__name__}: {exc}"})
+        return _with_stats(smallest_per_hash(tables), {"path": path, **stats.to_dict()})
+
+    def _rows(self, path: str, rows: pa.Table) -> pa.Table:
+        stats = FileStats(path)
+        docs = Documents(self.reading.fields, self.reading.id_field)
+        texts, keys = parse_parquet_batch(rows.drop_columns(["path"]), docs, stats)
+        table = scan_documents(texts, keys, path, self.lookup, self.reading.n, stats)
+        return _with_stats(table, {"path": path, **stats.to_dict()})
+
+
+def _split_lines(data: bytes) -> Iterator[bytes]:
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + BATCH_BYTES, len(data)) - 1)
+        end = len(data) if end < 0 else end + 1
+        yield data[start:end]
+        start = end
+
+
+def _with_stats(table: pa.Table, stats: dict | None) -> pa.Table:
+    """Matches, plus one row holding a file's stats as JSON (hash null)."""
+    table = table.append_column(STATS_COLUMN, pa.nulls(table.num_rows, pa.string()))
+    if stats is None:
+        return table
+    row = {name: [None] for name in MATCHES.names} | {STATS_COLUMN: [json.dumps(stats)]}
+    return pa.concat_tables([table, pa.table(row, schema=table.schema)])
+
+
+def _plain(path: str) -> str:
+    return os.path.abspath(path.removeprefix("file://")) if "://" not in path.removeprefix("file://") else path
+
+
+def ray_session(address: str | None, workers: int | None) -> None:
+    """ray.init for a scan: a cluster by address (`ray start --head` / KubeRay's service), or a
+    local Ray started on the spot with `workers` CPUs."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    # Ray's own INFO lines (execution plans, where its logs are) would drown wenheng's progress lines
+    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if address:
+        ray.init(address=address, **kwargs)
+    else:
+        ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
+
+
+def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: CorpusSpec, workers: int | None,
+              log: Callable[[str], None], name: str) -> Iterator[tuple[str, pa.Table, FileStats, str | None]]:
+    if not files:
+        return
+    ray_session(spec.ray_address, workers)
+    import ray
+    import ray.data
+
+    logging.getLogger("ray.data").setLevel(logging.ERROR)   # execution plans and timings: wenheng logs its own
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    context.print_on_execution_start = False
+    hashes = ray.put(index.hashes)
+    canonical = {_plain(p): p for p in files}
+    fmts = {reading.format_for(p) if (reading.format or format_of(p)) else None for p in files}
+    if fmts == {"parquet"}:
+        wanted = sorted({f.split(".")[0] for f in (*reading.fields, reading.id_field or "") if f})
+        ds = ray.data.read_parquet(files, include_paths=True, columns=wanted, num_cpus=READ_CPUS)
+        batch_size = 65536
+    else:
+        ds = ray.data.read_binary_files(files, include_paths=True, num_cpus=READ_CPUS)
+        batch_size = 1
+    scanners = workers or max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    ds = ds.map_batches(RayScanner, fn_constructor_kwargs={"hashes": hashes, "reading": reading,
+                                                           "canonical": canonical},
+                        batch_format="pyarrow", batch_size=batch_size, num_cpus=1 - READ_CPUS,
+                        compute=ray.data.ActorPoolStrategy(size=scanners))
+    started = time.perf_counter()
+    # Whole files (jsonl, json, txt) are scanned one per map call, so each output block holds
+    # complete files: they are stored as they arrive, and a scan stopped half way keeps them.
+    # Parquet files span map calls: they are complete only at the end.
+    whole_files = batch_size == 1
+    pending: dict[str, list[pa.Table]] = {}
+    stats: dict[str, FileStats] = {}
+    errors: dict[str, str] = {}
+    done: set[str] = set()
+    for table in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+        if stopping.stop_requested():
+            raise stopping.Stopped(f"scan of {name} stopped; the files finished are kept")
+        finished = _collect(table, pending, stats, errors)
+        for path in finished if whole_files else []:
+            done.add(path)
+            yield _finished(path, pending, stats, errors)
+    for path in files:   # parquet files, and any file that gave no row at all
+        if path not in done:
+            yield _finished(path, pending, stats, errors)
+    log(f"scan {name}: ray read {len(files)} files in {time.perf_counter() - started:,.1f} s")
+
+
+def _collect(table: pa.Table, pending: dict[str, list[pa.Table]], stats: dict[str, FileStats],
+             errors: dict[str, str]) -> list[str]:
+    """Sort one output block of the Ray scan into matches and stats per file; returns the files
+    whose stats row it held."""
+    is_stats = table.column(STATS_COLUMN).is_valid()
+    finished = []
+    for raw in table.filter(is_stats).column(STATS_COLUMN).to_pylist():
+        entry = json.loads(raw)
+        path = entry.pop("path")
+        finished.append(path)
+        if "error" in entry:
+            errors[path] = entry["error"]
+        else:
+            stats.setdefault(path, FileStats(path)).add(FileStats(path, **entry))
+    matches = table.filter(pa.compute.invert(is_stats)).drop_columns([STATS_COLUMN])
+    if matches.num_rows:
+        for path in pa.compute.unique(matches.column("path")).to_pylist():
+            pending.setdefault(path, []).append(matches.filter(pa.compute.equal(matches.column("path"), path)))
+    return finished
+
+
+def _finished(path: str, pending: dict[str, list[pa.Table]], stats: dict[str, FileStats],
+              errors: dict[str, str]) -> tuple[str, pa.Table, FileStats, str | None]:
+    tables = pending.pop(path, [])
+    if path in errors:
+        return path, MATCHES.empty_table(), FileStats(path), errors.pop(path)
+    return path, smallest_per_hash(tables), stats.pop(path, FileStats(path)), None
