@@ -2,7 +2,7 @@
 interval and a p-value (`wenheng compare A B`).
 
 The paper tables' bootstrap is already paired: replicate b gives each scoring unit a weight that
-depends only on its id (pipeline/aggregate.py), so model A's and model B's replicate b weigh the
+depends only on its id (pipeline/aggregate/), so model A's and model B's replicate b weigh the
 same items the same way. The difference's replicates are A's minus B's; its interval is their
 2.5th-97.5th percentile, and the two-sided p-value is twice the smaller share of replicates on
 either side of zero (floored at 1/(replicates + 1)): how often a resample of the items reverses

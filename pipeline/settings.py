@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
+from pipeline.errors import ConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_DIR = PROJECT_ROOT / "data"
 
@@ -55,8 +57,6 @@ class Setting(Generic[T]):
         try:
             return self.parse(raw)
         except _Invalid as exc:
-            from pipeline.config import ConfigError  # imported here: pipeline.config imports pipeline.paths
-
             raise ConfigError(f"{self.name}={raw!r}: expected {exc}") from None
 
 

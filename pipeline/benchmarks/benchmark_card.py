@@ -3,9 +3,10 @@
     pipeline/benchmarks/<name>/
       __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing
       adapter.py      the benchmark's own files -> item rows + quarantine rows
-      protocol.yaml   how the benchmark asks its questions (prompt templates as data)
+      protocol.yaml   how the benchmark asks its questions (prompt templates as data), read as a
+                      `Protocol` (below); a setting may `extends:` another
       judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
-      tables.yaml     the tables its paper publishes (pipeline/aggregate.py computes them)
+      tables.yaml     the tables its paper publishes (pipeline/aggregate/ computes them)
       judge.yaml      its LLM judge prompts, where its paper uses a judge
       *.sql           optional: views of its own, run after sql/
 
@@ -15,13 +16,164 @@ add a benchmark, add a folder and one line in the registry (`pipeline/benchmarks
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
 
-import yaml
+from pydantic import AfterValidator, model_validator
+
+from pipeline.config.entries import Entry, Flag, a_mapping, expect, null_is, typed
+from pipeline.config.problems import Problems, problem, problems_at
+from pipeline.config.yaml_loading import load_yaml
+
+# What a setting's templates may name: the item's fields (pipeline/prompts.py fills them in)
+TEMPLATE_FIELDS = ("question", "context", "options", "topic", "examples")
+EXAMPLE_FIELDS = ("n", "question", "options", "answer", "explanation")   # one few-shot example's
+DEFAULT_MAX_TOKENS = 256   # a setting's budget where it names none (null: none of its own)
+
+
+def _placeholders(allowed: tuple[str, ...]):
+    """A template whose {placeholders} are all in `allowed` (a typo fails when the card is read,
+    not on the first item rendered)."""
+    def check(text: Any) -> Any:
+        if text is None:
+            return text
+        try:
+            named = {name for _, name, _, _ in string.Formatter().parse(text) if name is not None}
+        except ValueError as exc:   # a lone { or }
+            raise problem(f"not a template ({exc}; write {{{{ and }}}} for a literal brace) (got {text!r})") from None
+        unknown = sorted(n for n in named if n not in allowed)
+        if unknown:
+            raise problem(f"unknown placeholder {{{unknown[0]}}}; expected some of {', '.join(allowed)} "
+                          f"(got {text!r})")
+        return text
+    return check
+
+
+def _template(allowed: tuple[str, ...], nullable: bool = True) -> Any:
+    return Annotated[typed(str | None if nullable else str), AfterValidator(_placeholders(allowed))]
+
+
+Count = typed(int, ge=0)
+Budget = typed(int | None, ge=1)
+
+
+class Setting(Entry):
+    """One way of asking a benchmark's items: its prompt template(s), few-shot examples, budget.
+    `extends: <setting>` takes every key of that setting (resolved in `Protocol`) and overrides
+    the ones given; a mapping value (`templates`, `max_tokens_per_format`) is replaced whole."""
+
+    SHAPE: ClassVar[str] = "a mapping {template or templates, shots, max_tokens, ...}"
+    extends: typed(str | None) = None          # the setting this one was written on top of
+    template: _template(TEMPLATE_FIELDS) = None  # one template for every item ...
+    # ... or one per task or format (looked up by task, then format, then `default`)
+    # (null_is last: before-validators run last one first, so null is {} before the mapping check)
+    templates: Annotated[dict[str, _template(TEMPLATE_FIELDS, nullable=False)],
+                         a_mapping("a mapping task or format -> template"), null_is({})] = {}
+    example: _template(EXAMPLE_FIELDS) = None   # one few-shot example, {n} its number from 1
+    shots: Count = 0                           # few-shot examples asked for (fewer if the prompt is too long)
+    max_tokens: Budget = DEFAULT_MAX_TOKENS    # the generation budget; null: none (up to the model's context)
+    max_tokens_per_format: Annotated[dict[str, Budget], a_mapping("a mapping format -> max_tokens"),
+                                     null_is({})] = {}
+    temperature: typed(float | None, ge=0, le=2) = None   # fixed by the protocol (wins over the model's)
+    constrained_choice: Flag = False           # decode only an option letter (structured outputs)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Setting:
+        if bool(self.template) == bool(self.templates):
+            raise problem("needs either a 'template' or 'templates' (by task or format), not both"
+                          if self.template else "needs a 'template' or 'templates' (by task or format)")
+        if self.shots and not self.example:
+            raise problem(f"shots: {self.shots} needs an 'example' template", at=("example",))
+        return self
+
+    def max_tokens_for(self, fmt: str) -> int | None:
+        """The budget of an item of format `fmt`: its format's, else the setting's."""
+        return self.max_tokens_per_format.get(fmt, self.max_tokens)
+
+
+class Protocol(Entry):
+    """A card's protocol.yaml: how the benchmark asks its questions, one `Setting` per setting."""
+
+    SHAPE: ClassVar[str] = "a mapping {default_settings, settings, ...}"
+    default_settings: Annotated[list[str], expect("a list of setting names")] = []   # left out: the first setting
+    settings: Annotated[dict[str, Setting], a_mapping("a mapping setting name -> setting")]
+    shots_per_task: Annotated[dict[str, Count], a_mapping("a mapping task -> shots"), null_is({})] = {}
+    max_prompt_chars: typed(int | None, ge=1) = None   # shots are dropped from the end until the prompt fits
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_extends(cls, data: Any) -> Any:
+        """Each setting with `extends:` as the whole setting it names (chains resolved), its own
+        keys over that setting's; `default_settings` left out: the first setting."""
+        if not isinstance(data, dict) or not isinstance(data.get("settings"), dict):
+            return data
+        raw: dict[Any, Any] = data["settings"]
+        resolved: dict[Any, Any] = {}
+        found: list[tuple[tuple, str]] = []
+
+        def resolve(name: Any, chain: tuple) -> Any:
+            if name in resolved:
+                return resolved[name]
+            entry = raw[name]
+            parent = entry.get("extends") if isinstance(entry, dict) else None
+            if parent is None:
+                resolved[name] = entry
+                return entry
+            if not isinstance(parent, str) or parent not in raw or parent == name or parent in chain:
+                others = ", ".join(str(n) for n in raw if n != name)
+                why = (f"extends itself through {' -> '.join(map(str, (*chain, name, parent)))}"
+                       if parent in chain or parent == name else
+                       f"unknown setting (got {parent!r}); expected one of {others}")
+                found.append((("settings", name, "extends"), why))
+                resolved[name] = entry
+                return entry
+            base = resolve(parent, (*chain, name))
+            resolved[name] = {**base, **entry} if isinstance(base, dict) else entry
+            return resolved[name]
+
+        for name in raw:
+            resolve(name, ())
+        if found:
+            raise problems_at(found)
+        out = {**data, "settings": resolved}
+        if out.get("default_settings") is None:
+            out["default_settings"] = list(resolved)[:1]
+        return out
+
+    @model_validator(mode="after")
+    def _known_defaults(self) -> Protocol:
+        if not self.settings:
+            raise problem("needs at least one setting", at=("settings",))
+        unknown = [s for s in self.default_settings if s not in self.settings]
+        if unknown:
+            raise problem(f"unknown settings {unknown}; expected some of {', '.join(self.settings)}",
+                          at=("default_settings",))
+        if not self.default_settings:
+            raise problem("names no setting; leave it out for the first one", at=("default_settings",))
+        return self
+
+    # Read by name too (`protocol["settings"]`), as code written against the plain mapping does.
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+
+def read_protocol(path: Path) -> Protocol:
+    """A card's protocol.yaml as a Protocol, or a ConfigError: one line per problem, each naming
+    the file and the key."""
+    problems = Problems()
+    data = problems.check(load_yaml, path)
+    protocol = problems.validate(Protocol, data, path) if data is not None else None
+    problems.raise_any()
+    return protocol
 
 
 @dataclass(frozen=True)
@@ -48,14 +200,9 @@ class BenchmarkCard:
     paper_scorer: str | Mapping[str, str] = "rule"
 
     @cached_property
-    def protocol(self) -> dict[str, Any]:
-        """protocol.yaml: `default_settings` and `settings` (templates, shots, budgets)."""
-        path = self.folder / "protocol.yaml"
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-        if not isinstance(data, dict) or not isinstance(data.get("settings"), dict) or not data["settings"]:
-            raise ValueError(f"{path}: a card's protocol needs a 'settings' mapping")
-        data.setdefault("default_settings", list(data["settings"])[:1])
-        return data
+    def protocol(self) -> Protocol:
+        """protocol.yaml: `default_settings` and `settings` (templates, shots, budgets), typed."""
+        return read_protocol(self.folder / "protocol.yaml")
 
     @property
     def sql_files(self) -> list[Path]:

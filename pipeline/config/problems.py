@@ -15,16 +15,14 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from pipeline.errors import ConfigError
+
 Loc = tuple[Any, ...]
 
 # The error types of entries.py and of the validators (pydantic's own types keep their names):
 EXPECTED = "expected"      # "<lead> <what is expected>": the line adds the value, (got ...)
 PROBLEM = "problem"        # the whole text after the key path (it shows the value where it helps)
 NAMES_KEY = "names_key"    # a text that begins with the key itself: the line names the mapping above it
-
-
-class ConfigError(ValueError):
-    """A configuration file is wrong; the message names the file and the field, one line per problem."""
 
 
 def problem(text: str, at: Loc = ()) -> Exception:

@@ -295,7 +295,7 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
         "packages": package_versions(),
         "git": git_state(),
         "environment": environment(),
-        # the intervals: a seeded Poisson bootstrap, paired across models (pipeline/aggregate.py)
+        # the intervals: a seeded Poisson bootstrap, paired across models (pipeline/aggregate/)
         "bootstrap": {"method": "poisson", "replicates": aggregate.REPLICATES, "seed": aggregate.SEED,
                       "interval": "2.5th-97.5th percentile"},
         "protocols": protocols(sorted(set(rows["benchmark"]))),

@@ -128,7 +128,7 @@ def _score_multi(item: dict[str, Any], text: str) -> dict[str, Any]:
 
 def _translation_details(item: dict[str, Any], text: str) -> dict[str, Any]:
     """Sentence BLEU (zh tokenizer) and chrF for drill-down, and sacrebleu's statistics of the
-    item, which the paper tables sum into corpus BLEU and chrF (pipeline/aggregate.py)."""
+    item, which the paper tables sum into corpus BLEU and chrF (pipeline/aggregate/)."""
     refs = [item["answer"], *(item.get("references") or [])]
     hyp = text.strip()
     return {"bleu": sacrebleu.sentence_bleu(hyp, refs, tokenize="zh").score,

@@ -10,7 +10,7 @@ contaminate, for those runs and for the corpora whose scan changed), and swaps t
 reader (`wenheng query`, a notebook) opens either the old file or the new one, never a half-built
 database, and DuckDB's single writer is never contended.
 The build is whole when there is no warehouse, or when it was built by other code (its layout
-hash: this package, the tables' schemas, pipeline/aggregate.py, pipeline/history.py, sql/ and the
+hash: this package, the tables' schemas, pipeline/aggregate/, pipeline/history.py, sql/ and the
 cards' tables differ).
 
 At each publish the benchmarks' items, responses and scores are also recorded in the history

@@ -28,7 +28,8 @@ PAPER_DERIVED_FROM = (*DERIVED_FROM, "quarantine", "dedup_clusters")
 
 # Bump when the warehouse's own tables change shape; code changes are caught by the layout hash.
 LAYOUT_VERSION = "7"
-_LAYOUT_SOURCES = [*sorted(Path(__file__).parent.glob("*.py")), Path(aggregate.__file__), Path(history.__file__)]
+_LAYOUT_SOURCES = [*sorted(Path(__file__).parent.glob("*.py")), *sorted(Path(aggregate.__file__).parent.glob("*.py")),
+                   Path(history.__file__)]
 
 
 def build(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | None = None,

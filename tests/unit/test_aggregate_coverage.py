@@ -4,7 +4,7 @@ Coverage counts every official row of the evaluated split: the items asked, the 
 data-quality or duplicate policy left out and the rows quarantined at ingestion (placed by the
 card's `quarantine:` layout), each not-asked row an unscored unit that the note counts. The
 chance column is each item's chance level (the card's `chance:`), averaged like the score.
-Synthetic units (pipeline/aggregate.py), a small lake published into a warehouse (the units SQL),
+Synthetic units (pipeline/aggregate/), a small lake published into a warehouse (the units SQL),
 the real WYWEB files (skipped without them) and CP-DUE's shipped card against its paper's Random row.
 """
 

@@ -1,5 +1,5 @@
 """Who scored a number, whether it stands beside the paper's, clustered intervals and paired
-differences: pipeline/aggregate.py and pipeline/compare.py on synthetic units."""
+differences: pipeline/aggregate/ and pipeline/compare.py on synthetic units."""
 
 from __future__ import annotations
 
