@@ -12,7 +12,8 @@ import pandas as pd
 
 from assets.evaluate import after_responses
 from assets.judge import judge_reliability
-from pipeline import aggregate, charts, paths, report
+from pipeline import aggregate, charts, paths
+from pipeline.reports import text as report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.schema import PAPER_TABLES, column_notes

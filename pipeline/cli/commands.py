@@ -180,7 +180,7 @@ def write_submission(args: argparse.Namespace) -> int:
     if bench.submission is None:
         raise UserError(f"{bench.title} has no submission format (its answers are public: see "
                         f"`wenheng leaderboard {bench.name}`)")
-    setting = args.setting or bench.protocol["default_settings"][0]
+    setting = args.setting or bench.protocol.default_settings[0]
     with connect_readonly(paths.warehouse_file()) as con:
         rows = con.execute("""SELECT s.item_id, s.extracted FROM scores s JOIN items i USING (item_id)
             -- the rule scorer's extraction: the letter the model answered
@@ -218,7 +218,7 @@ def leaderboard(benchmark: str | None) -> int:
     """All benchmarks: each one's headline rows (only aggregates its paper defines). One benchmark:
     every table its paper publishes."""
     from pipeline.benchmarks import card, cards
-    from pipeline.report import blocks
+    from pipeline.reports.text import blocks
     from pipeline.warehouse import connect_readonly
 
     if benchmark:

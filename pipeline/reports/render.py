@@ -15,7 +15,7 @@ from markupsafe import Markup
 
 from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
-from pipeline.report import KEY, SHOWN_METRICS, marks, no_scores, unscored
+from pipeline.reports.text import KEY, SHOWN_METRICS, marks, no_scores, unscored
 
 TEMPLATES = Path(__file__).parent / "templates"
 GROUP_KEYS = ["split", "setting", "variant"]
@@ -54,7 +54,7 @@ def cell(r: Any) -> dict[str, Any]:
 
 def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
     """A table's rows per run setting (split x setting x variant): rows x models, with notes. A run
-    setting in which no model has a scored item has `empty` (`pipeline.report.no_scores`: one line
+    setting in which no model has a scored item has `empty` (`pipeline.reports.text.no_scores`: one line
     saying why, e.g. withheld answers) and no rows; the others have `empty` None."""
     out = []
     for keys, g in part.groupby(GROUP_KEYS, sort=False, dropna=False):

@@ -396,7 +396,7 @@ def test_withheld_answers_are_one_line_not_empty_cells(report, warehouse):
     """AC-EVAL's test split (every row n_scored 0) is one line in the pages, the Markdown and the
     leaderboard text, and its empty series are not drawn in the charts."""
     from pipeline.benchmarks import cards
-    from pipeline.report import blocks
+    from pipeline.reports.text import blocks
 
     rows = paper_tables(warehouse)
     test = rows[(rows["benchmark"] == "aceval") & (rows["split"] == "test")]
@@ -425,7 +425,7 @@ def test_withheld_answers_are_one_line_not_empty_cells(report, warehouse):
 
 def test_a_run_setting_with_nothing_scored_says_so(warehouse):
     """A benchmark whose answers are not withheld but have no score: "no scored items", no command."""
-    from pipeline.report import blocks
+    from pipeline.reports.text import blocks
     from pipeline.reports import render
 
     rows = paper_tables(warehouse)
