@@ -5,6 +5,7 @@ items, clusters, variants and prompts only. `contamination` compares benchmarks 
 so it alone reads every benchmark's items."""
 
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
 from pipeline import benchmarks, paths, schema
-from pipeline.config import load_duplicate_policy, load_models, load_sources
+from pipeline.config import load_dedup_params, load_duplicate_policy, load_models, load_sources
 from pipeline.corrections import DIFF_FIELDS
 from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
@@ -98,6 +99,29 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFram
                               metadata={"not applied": dg.MetadataValue.json(not_applied[:100])})
 
 
+def dedup_code_version(code: str, sources_file: Path | None = None) -> str:
+    """A dedup asset's code version: its code's, and where the sources file's `dedup:` sets
+    parameters other than DedupParams' defaults, a digest of them as the definitions load. A
+    changed parameter therefore shows item_signatures, dedup_clusters and contamination stale
+    once the code location reloads (each signature's key_hash holds every parameter too, so no
+    stored MinHash is reused under other parameters). A sources file that cannot be read leaves
+    the code's version alone: the assets report the problem."""
+    try:
+        params = load_dedup_params(sources_file or paths.sources_file())
+    except Exception:  # noqa: BLE001 - a broken sources file must not break loading the definitions
+        return code
+    if params == DedupParams():
+        return code
+    return f"{code}.{schema.stable_hash(dataclasses.asdict(params))[:12]}"
+
+
+def _dedup_params(sources: SourcesResource) -> tuple[DedupParams, dict[str, dg.MetadataValue]]:
+    """The dedup parameters of the sources file (`dedup:`), read once per step, and the metadata
+    that shows them on the materialization."""
+    params = load_dedup_params(sources.path())
+    return params, {"dedup_params": dg.MetadataValue.json(dataclasses.asdict(params))}
+
+
 # What an item's match key is made of (pipeline.dedup.keys: item_text), and where it belongs.
 _KEYED = ["item_id", "benchmark", "task", "context", "question", "choices"]
 # What clusters and contamination read of the items: who they are, where, and the hashes exact
@@ -105,38 +129,42 @@ _KEYED = ["item_id", "benchmark", "task", "context", "question", "choices"]
 _CLUSTERED = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="1", kinds={"parquet"},
+@dg.asset(group_name="items", io_manager_key="lake", code_version=dedup_code_version("1"), kinds={"parquet"},
           partitions_def=benchmark_partitions)
-def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame,
+                    sources: SourcesResource) -> dg.Output[pd.DataFrame]:
     """Each item's dedup match keys and MinHash signature (pipeline/dedup/signatures.py), keyed by
-    a hash of the key and the dedup parameters: the rows of the previous build whose key is
-    unchanged are reused, so only new or edited items are hashed."""
+    a hash of the key and the dedup parameters (`dedup:` in the sources file): the rows of the
+    previous build whose key is unchanged are reused, so only new or edited items are hashed."""
+    params, shown = _dedup_params(sources)
     previous_file = partition_file(paths.lake_dir(), "item_signatures", context.partition_key)
     # what reuse needs of the previous rows: the MinHash of each key hash
     previous = (pq.read_table(previous_file, columns=["key_hash", "minhash"]).to_pylist()
                 if previous_file.is_file() else ())
-    rows, counts = item_signatures_of(schema.records(items[_KEYED]), DedupParams(), previous)
+    rows, counts = item_signatures_of(schema.records(items[_KEYED]), params, previous)
     frame = pd.DataFrame(rows, columns=SIGNATURES_SCHEMA.names)
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "key_hash", "full_key"]),
-                     metadata={"reused": counts["reused"], "computed": counts["computed"]})
+                     metadata={"reused": counts["reused"], "computed": counts["computed"], **shown})
 
 
 @dg.asset(
-    group_name="items", io_manager_key="lake", code_version="5", kinds={"parquet"},
+    group_name="items", io_manager_key="lake", code_version=dedup_code_version("5"), kinds={"parquet"},
     partitions_def=benchmark_partitions,
     check_specs=[partition_check("consistent_gold", "dedup_clusters",
                                  "duplicates within the benchmark share their gold answer")],
 )
-def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame):
+def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame, sources: SourcesResource):
     """Near- and exact-duplicate clusters within the benchmark (MinHashLSH candidates from the
-    stored signatures, exact Jaccard, union-find)."""
+    stored signatures, exact Jaccard, union-find), with the parameters of `dedup:` in the
+    sources file."""
+    params, shown = _dedup_params(sources)
     # metadata: which part of a question group an item asks (consistent_gold compares like with like)
     records = schema.records(items[[*_CLUSTERED, "metadata"]])
-    rows = clusters_from_signatures(records, item_signatures, DedupParams())   # read column by column
+    rows = clusters_from_signatures(records, item_signatures, params)   # read column by column
     clusters = schema.to_frame(rows, schema.DEDUP_CLUSTERS)
     yield dg.Output(clusters, data_version=content_version(clusters), metadata={
         "clusters": int(clusters["cluster_id"].nunique()) if len(clusters) else 0,
-        "items in clusters": len(clusters)})
+        "items in clusters": len(clusters), **shown})
     conflicts = conflicting_clusters(records, rows)
     yield dg.AssetCheckResult(check_name="consistent_gold", passed=not conflicts, severity=dg.AssetCheckSeverity.WARN,
                               metadata={"conflicting clusters": len(conflicts),
@@ -157,7 +185,7 @@ def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
 
 
 @dg.asset(
-    group_name="items", io_manager_key="lake", code_version="4", kinds={"parquet"},
+    group_name="items", io_manager_key="lake", code_version=dedup_code_version("4"), kinds={"parquet"},
     # every benchmark's items and signatures, read from the lake for the columns it compares (not
     # loaded whole through the IO manager); one not built yet (not configured, or not run) is absent
     deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures")],
@@ -165,18 +193,20 @@ def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
     # waiting for benchmarks that were never built
     automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
 )
-def contamination() -> dg.Output[pd.DataFrame]:
-    """Duplicate pairs across benchmarks, from the stored signatures: reported, never dropped."""
+def contamination(sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+    """Duplicate pairs across benchmarks, from the stored signatures (`contamination_threshold`
+    of `dedup:` in the sources file): reported, never dropped."""
+    params, shown = _dedup_params(sources)
     items = _built_partitions("items", _CLUSTERED)
     records = pa.concat_tables(items).to_pylist() if items else []
     signatures = _built_partitions("item_signatures", ["item_id", "key_hash", "key", "full_key", "minhash"])
     pairs = contamination_from_signatures(records, pa.concat_tables(signatures) if signatures else [],
-                                          DedupParams()) if records else []
+                                          params) if records else []
     frame = schema.to_frame(pairs, schema.CONTAMINATION)
     per_pair = Counter(f"{c['benchmark_a']} x {c['benchmark_b']}" for c in pairs)
     return dg.Output(frame, data_version=content_version(frame),
                      metadata={"pairs": len(pairs), "benchmarks": len(items),
-                               "per benchmark pair": dg.MetadataValue.json(dict(per_pair))})
+                               "per benchmark pair": dg.MetadataValue.json(dict(per_pair)), **shown})
 
 
 @dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"},

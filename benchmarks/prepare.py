@@ -236,7 +236,7 @@ def asked_comparison(out: dict, models_file: Path, stages: Stages, repeats: int)
     every_total = asked_total = 0.0
     for name, kept in out["kept"].items():
         asked = asked_pairs(specs, name)
-        every = len(VARIANTS) * len(protocol(name)["settings"])
+        every = len(VARIANTS) * len(protocol(name).settings)
         args = (kept, out["variants"][name], out["evaluate"][name])
         times: dict[str, list[tuple[float, float]]] = {"every": [], "asked": []}
         rows = {}
@@ -278,7 +278,7 @@ def dagster_child(mode: str, folder: Path, specs_file: Path, models_file: Path, 
 
     if mode == "every":
         assets.items.asked_pairs = lambda _specs, benchmark: {(v, s) for v in VARIANTS
-                                                               for s in protocol(benchmark)["settings"]}
+                                                               for s in protocol(benchmark).settings}
     summary = run_pipeline(benchmarks, [], selection="group:sources or group:items", log=lambda _: None)
     rows = sum(pq.read_metadata(f).num_rows for f in (folder / "lake" / "prompts").glob("*.parquet"))
     print(json.dumps({"ok": summary.ok, "seconds": summary.timings.get("prepare"), "rows": rows}))

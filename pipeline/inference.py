@@ -29,8 +29,8 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
          items_by_id: dict[str, dict[str, Any]]) -> list[tuple[dict[str, Any], Request]]:
     """The prompts this model answers for this benchmark (its variants x settings), as requests."""
     settings = set(settings_for(benchmark, spec.settings.get(benchmark)))
-    protocol_settings = protocol(benchmark)["settings"]
-    constrained = {name for name, setting in protocol_settings.items() if setting.get("constrained_choice")}
+    protocol_settings = protocol(benchmark).settings
+    constrained = {name for name, setting in protocol_settings.items() if setting.constrained_choice}
     model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
     key = key_maker(spec.name, identity)
@@ -40,7 +40,8 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
             continue
         item = items_by_id[row["item_id"]]
         # a protocol that fixes the temperature (CP-DUE: 0) wins over the model's default
-        temperature = float(protocol_settings.get(row["setting"], {}).get("temperature", model_temperature))
+        fixed = protocol_settings[row["setting"]].temperature
+        temperature = float(model_temperature if fixed is None else fixed)
         messages = row["messages"]
         # the protocol's budget (None: the benchmark sets none, up to the model's context), capped
         # by the model's own max_tokens; responses record it, so tables mark capped runs

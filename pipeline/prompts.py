@@ -10,19 +10,20 @@ from json.encoder import encode_basestring
 from typing import Any
 
 from pipeline.benchmarks import card
+from pipeline.benchmarks.benchmark_card import Protocol, Setting
 from pipeline.schema import OPTION_LETTERS, PROMPTS, stable_hash
 
 
-def protocol(benchmark: str) -> dict[str, Any]:
+def protocol(benchmark: str) -> Protocol:
     return card(benchmark).protocol
 
 
 def settings_for(benchmark: str, requested: Iterable[str] | None = None) -> list[str]:
     proto = protocol(benchmark)
-    names = list(requested or proto["default_settings"])
-    unknown = [n for n in names if n not in proto["settings"]]
+    names = list(requested or proto.default_settings)
+    unknown = [n for n in names if n not in proto.settings]
     if unknown:
-        raise ValueError(f"{benchmark}: unknown settings {unknown}; known: {sorted(proto['settings'])}")
+        raise ValueError(f"{benchmark}: unknown settings {unknown}; known: {sorted(proto.settings)}")
     return names
 
 
@@ -52,11 +53,11 @@ class _Setting:
     """One protocol setting, with what it derives per task and format looked up once: a build
     renders tens of thousands of items under the same few settings."""
 
-    def __init__(self, proto: dict[str, Any], name: str):
-        self.spec = spec = proto["settings"][name]
-        self.shots = spec.get("shots", 0)
-        self.shots_per_task = proto.get("shots_per_task", {})
-        self.max_chars = proto.get("max_prompt_chars", 10**9)
+    def __init__(self, proto: Protocol, name: str):
+        self.spec: Setting = proto.settings[name]
+        self.shots = self.spec.shots
+        self.shots_per_task = proto.shots_per_task
+        self.max_chars = proto.max_prompt_chars or 10**9
         self._templates: dict[tuple[str, str], str] = {}
         self._budgets: dict[str, int | None] = {}
         self._examples: dict[tuple[int, int], str] = {}  # (id(shot), n) -> rendered example
@@ -65,12 +66,12 @@ class _Setting:
         key = (item["task"], item["format"])
         found = self._templates.get(key)
         if found is None:
-            found = self._templates[key] = self.spec.get("template") or _pick(self.spec["templates"], item)
+            found = self._templates[key] = self.spec.template or _pick(self.spec.templates, item)
         return found
 
     def max_tokens(self, fmt: str) -> int | None:
         if fmt not in self._budgets:
-            budget = self.spec.get("max_tokens_per_format", {}).get(fmt, self.spec.get("max_tokens", 256))
+            budget = self.spec.max_tokens_for(fmt)
             # null: no budget of the benchmark's own (AC-EVAL sets none): up to the model's context
             self._budgets[fmt] = None if budget is None else int(budget)
         return self._budgets[fmt]
@@ -100,15 +101,15 @@ class _Setting:
 
     def _example(self, n: int, shot: dict[str, Any], cache: bool) -> str:
         if not cache:
-            return _example(self.spec["example"], n, shot)
+            return _example(self.spec.example, n, shot)
         key = (id(shot), n)
         found = self._examples.get(key)
         if found is None:
-            found = self._examples[key] = _example(self.spec["example"], n, shot)
+            found = self._examples[key] = _example(self.spec.example, n, shot)
         return found
 
 
-def _pick(templates: dict[str, str], item: dict[str, Any]) -> str:
+def _pick(templates: Mapping[str, str], item: dict[str, Any]) -> str:
     for key in (item["task"], item["format"], "default"):
         if key in templates:
             return templates[key]
@@ -145,16 +146,16 @@ class _Benchmark:
         self.exemplar_splits = bench.exemplar_splits
         self.evaluated = evaluate.get(bench.name, bench.eval_splits)
         proto = protocol(bench.name)
-        self.settings = [(s, _Setting(proto, s)) for s in proto["settings"]]
+        self.settings = [(s, _Setting(proto, s)) for s in proto.settings]
         # the pool of shots an item keeps is sized for every setting, asked or not: a setting's
         # shots are then the same whichever others are asked
-        self.most = max((s.get("shots", 0) for s in proto["settings"].values()), default=0)
+        self.most = max((s.shots for s in proto.settings.values()), default=0)
         self.per_variant: dict[str, list[tuple[str, _Setting]]] | None = None   # None: every pair
         if asked is not None:
             pairs = set(asked.get(bench.name, ()))
-            unknown = sorted({s for _, s in pairs} - set(proto["settings"]))
+            unknown = sorted({s for _, s in pairs} - set(proto.settings))
             if unknown:
-                raise ValueError(f"{bench.name}: unknown settings {unknown}; known: {sorted(proto['settings'])}")
+                raise ValueError(f"{bench.name}: unknown settings {unknown}; known: {sorted(proto.settings)}")
             self.per_variant = {v: [(n, s) for n, s in self.settings if (v, n) in pairs] for v, _ in pairs}
 
     def settings_of(self, variant: str) -> list[tuple[str, _Setting]]:

@@ -156,15 +156,6 @@ class Protocol(Entry):
             raise problem("names no setting; leave it out for the first one", at=("default_settings",))
         return self
 
-    # Read by name too (`protocol["settings"]`), as code written against the plain mapping does.
-    def __getitem__(self, key: str) -> Any:
-        if key not in type(self).model_fields:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key) if key in type(self).model_fields else default
-
 
 def read_protocol(path: Path) -> Protocol:
     """A card's protocol.yaml as a Protocol, or a ConfigError: one line per problem, each naming

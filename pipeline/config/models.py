@@ -106,7 +106,7 @@ class ModelEntry(Entry):
 
         found = []
         for bench, chosen in settings.items():
-            known = list(protocol(bench)["settings"])
+            known = list(protocol(bench).settings)
             unknown = [s for s in chosen if s not in known]
             if unknown:
                 found.append(((bench,), f"unknown settings {unknown}; the {bench} protocol has {', '.join(known)}"))

@@ -2,6 +2,8 @@
 
     quality: drop                    # items flagged for data quality: left out of evaluation, or keep
     duplicates: flag                 # or drop: non-representative duplicates sharing the gold
+    dedup: {threshold: 0.9}          # optional: dedup's parameters (pipeline/dedup/params.py), each key
+                                     # a DedupParams field; left out: its default
     benchmarks:
       wenmind: {path: WenMind.json, version: v1}             # relative to this file
       wyweb: {url: https://..., sha256: <64 hex>, subpath: data/tasks, version: v2, max_bytes: 2 GiB}
@@ -12,6 +14,7 @@ that on first use)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +27,8 @@ from pipeline import benchmarks
 from pipeline.config.entries import BENCHMARK, Entry, Flag, Text, expect, not_blank, null_is, typed
 from pipeline.config.problems import NAMES_KEY, ConfigError, Problems, problem, problems_at
 from pipeline.config.yaml_loading import load_yaml
+from pipeline.dedup.minhash import lsh_bands
+from pipeline.dedup.params import DedupParams
 from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
 from pipeline.dedup.policy import QUALITY_POLICIES
 from pipeline.paths import cache_dir
@@ -63,12 +68,61 @@ def split_names(example: str) -> Any:
     return Annotated[list[str] | None, expect(f"a list of split names, e.g. {example}")]
 
 
+def _open_unit(value: float) -> float:
+    if not 0 < value < 1:
+        raise ValueError("outside (0, 1)")
+    return value
+
+
+Share = typed(float, gt=0, le=1)   # a Jaccard similarity or a share of a task's items
+# The range of each DedupParams field as `dedup:` takes it: a field added there must be added here.
+DEDUP_VALUES = {
+    "num_perm": typed(int, ge=2),
+    "threshold": Share,
+    "contamination_threshold": Share,
+    "ngram": typed(int, ge=1),
+    "short_ngram": typed(int, ge=1),
+    "short_len": typed(int, ge=0),
+    "template_ngram": typed(int, ge=1),
+    "template_share": Share,
+    "template_min_items": typed(int, ge=1),
+    "lsh_recall": typed(float, words="a number", says="> 0 and < 1", checks=(AfterValidator(_open_unit),)),
+    "seed": typed(int, ge=0, le=2**32 - 1),
+}
+
+
+class _DedupKeys(Entry):
+    """`dedup:` in the sources file: the parameters of dedup, one key per DedupParams field
+    (added below, each with its default from DedupParams); `params()` is what dedup reads."""
+
+    SHAPE: ClassVar[str] = "a mapping of dedup parameters, e.g. {threshold: 0.9}"
+    UNKNOWN_KEYS_TOGETHER: ClassVar[bool] = True
+
+    @model_validator(mode="after")
+    def _bands_fit(self) -> _DedupKeys:
+        low = min(self.threshold, self.contamination_threshold)
+        try:
+            lsh_bands(low, self.num_perm, self.lsh_recall)
+        except ValueError:
+            raise problem(f"num_perm {self.num_perm} is too few permutations for LSH bands at threshold {low} "
+                          f"with recall {self.lsh_recall}; raise num_perm", at=("num_perm",)) from None
+        return self
+
+    def params(self) -> DedupParams:
+        return DedupParams(**{f.name: getattr(self, f.name) for f in dataclasses.fields(DedupParams)})
+
+
+DedupEntry = create_model("DedupEntry", __base__=_DedupKeys, __module__=__name__,
+                          **{f.name: (DEDUP_VALUES[f.name], f.default) for f in dataclasses.fields(DedupParams)})
+
+
 class SourcesFile(Entry):
     """The top level of the sources file."""
 
     UNKNOWN_KEYS_TOGETHER: ClassVar[bool] = True
     quality: Literal[QUALITY_POLICIES] = "drop"      # each benchmark's, unless its entry says
     duplicates: Literal[DUPLICATE_POLICIES] = "flag"
+    dedup: Annotated[DedupEntry, null_is({})] = DedupEntry()   # left out or null: DedupParams' defaults
     benchmarks: Annotated[dict[Any, Any], null_is({}),
                           expect("a mapping benchmark -> {path or url, version, ...}")] = {}
 
@@ -188,6 +242,15 @@ def load_duplicate_policy(path: Path) -> str:
     top = problems.validate(SourcesFile, load_yaml(path), path)
     problems.raise_any()
     return top.duplicates
+
+
+def load_dedup_params(path: Path) -> DedupParams:
+    """`dedup:` in the sources file as the one DedupParams every dedup step reads (item
+    signatures, clusters, contamination); each key left out keeps its default."""
+    problems = Problems()
+    top = problems.validate(SourcesFile, load_yaml(path), path)
+    problems.raise_any()
+    return top.dedup.params()
 
 
 def source_files(path: Path, spec: SourceSpec) -> None:

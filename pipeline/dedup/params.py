@@ -1,5 +1,9 @@
 """DedupParams: every knob of wenheng's dedup in one frozen config, with the measurement behind
-each default. Keys (template stripping), MinHash/LSH and the pair classification all read it."""
+each default. Keys (template stripping), MinHash/LSH and the pair classification all read it.
+
+A run's values come from `dedup:` in the sources file (pipeline/config/sources.py,
+`load_dedup_params`: one key per field, each in its range; a key left out keeps the default
+here), read by each dedup asset (assets/items.py) and shown on its materializations."""
 
 from __future__ import annotations
 

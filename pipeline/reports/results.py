@@ -217,9 +217,10 @@ def protocols(benchmarks: list[str]) -> dict[str, Any]:
         card = all_cards.get(name)
         if card is None or not (card.folder / "protocol.yaml").is_file():
             continue
-        settings = card.protocol.get("settings") or {}
+        # each setting as resolved (`extends` followed): two settings that read alike hash alike
         out[name] = {"file_sha256": _sha256(card.folder / "protocol.yaml"),
-                     "settings": {s: _digest(spec) for s, spec in settings.items()}}
+                     "settings": {s: _digest(spec.model_dump(exclude={"extends"}))
+                                  for s, spec in card.protocol.settings.items()}}
     return out
 
 

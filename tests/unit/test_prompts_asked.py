@@ -21,7 +21,7 @@ from pipeline.schema import PROMPTS, VARIANTS, to_frame
 
 
 def _every_pair(benchmark: str) -> set[tuple[str, str]]:
-    return set(product(VARIANTS, protocol(benchmark)["settings"]))
+    return set(product(VARIANTS, protocol(benchmark).settings))
 
 
 def _check(items, asked, evaluate=None, limit=None):
@@ -39,7 +39,7 @@ def _check(items, asked, evaluate=None, limit=None):
 def test_the_asked_pairs_give_the_full_builds_rows_of_those_pairs():
     items = _sample_items()
     benches = {it["benchmark"] for it in items}
-    one = {b: {("original", protocol(b)["default_settings"][0])} for b in benches}
+    one = {b: {("original", protocol(b).default_settings[0])} for b in benches}
     rows = _check(items, one)
     assert rows and {(r["variant"], r["setting"]) for r in rows} == {p for b in benches for p in one[b]}
     mixed = {"aceval": {("simplified", "five_shot_ao"), ("original", "zero_shot_cot"),
@@ -76,7 +76,7 @@ def test_an_unknown_setting_is_refused():
 
 
 def test_asked_pairs_are_each_models_variants_times_its_settings():
-    default = protocol("aceval")["default_settings"]
+    default = protocol("aceval").default_settings
     plain = ModelSpec("a", "baseline")
     assert asked_pairs([plain], "aceval") == {("original", s) for s in default}
     scripts = ModelSpec("b", "baseline", variants=("simplified", "traditional"),
@@ -84,7 +84,7 @@ def test_asked_pairs_are_each_models_variants_times_its_settings():
     assert asked_pairs([plain, scripts], "aceval") == {("original", s) for s in default} | {
         (v, s) for v in ("simplified", "traditional") for s in ("five_shot_ao", "zero_shot_cot")}
     assert asked_pairs([scripts], "wyweb") == {(v, s) for v in ("simplified", "traditional")
-                                               for s in protocol("wyweb")["default_settings"]}
+                                               for s in protocol("wyweb").default_settings}
 
 
 MODELS = """
@@ -118,7 +118,7 @@ def test_a_model_added_to_models_yaml_gets_its_rows_at_the_next_run(workdir, mon
     monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
     assert run_pipeline(["wyweb"], ["random"], log=lambda _: None).ok
     before = prompt_rows()
-    assert {(v, s) for _, v, s in before} == {("original", s) for s in protocol("wyweb")["default_settings"]}
+    assert {(v, s) for _, v, s in before} == {("original", s) for s in protocol("wyweb").default_settings}
 
     write_yaml(models, MODELS + "  scripts: {engine: baseline, strategy: random, variants: [traditional]}\n")
     summary = run_pipeline(["wyweb"], ["scripts"], log=lambda _: None)
@@ -126,5 +126,5 @@ def test_a_model_added_to_models_yaml_gets_its_rows_at_the_next_run(workdir, mon
     after = prompt_rows()
     assert {key: after[key] for key in before} == before
     new = {(v, s) for _, v, s in set(after) - set(before)}
-    assert new == {("traditional", s) for s in protocol("wyweb")["default_settings"]}
+    assert new == {("traditional", s) for s in protocol("wyweb").default_settings}
     assert summary.metadata("responses", "wyweb|scripts")["prompts"] == len(after) - len(before) > 0

@@ -15,7 +15,7 @@ BENCHMARKS = list(benchmarks.names())
 
 
 def test_openai_endpoint_runs_every_protocol(workdir, monkeypatch):
-    every_setting = "".join(f"      {b}: [{', '.join(protocol(b)['settings'])}]\n" for b in BENCHMARKS)
+    every_setting = "".join(f"      {b}: [{', '.join(protocol(b).settings)}]\n" for b in BENCHMARKS)
     with OpenAIServer(latency_s=0.01, faults=[Fault("500", times=1, requests=frozenset({3, 7})),
                                               Fault("429", times=1, requests=frozenset({5}), retry_after=0.2)]
                       ) as server:
@@ -40,7 +40,7 @@ def test_openai_endpoint_runs_every_protocol(workdir, monkeypatch):
     with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
         settings = {(b, s) for b, s in con.execute(
             "SELECT DISTINCT benchmark, setting FROM responses WHERE model = 'served'").fetchall()}
-        assert settings == {(b, s) for b in BENCHMARKS for s in protocol(b)["settings"]}
+        assert settings == {(b, s) for b in BENCHMARKS for s in protocol(b).settings}
         errors, rows = con.execute(
             "SELECT count(error), count(*) FROM responses WHERE model = 'served'").fetchone()
         assert errors == 0 and rows == con.execute(

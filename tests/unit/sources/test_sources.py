@@ -38,7 +38,7 @@ def test_every_sample_item_renders_a_prompt():
     rows = build_prompt_rows(items, [make_variant(i, "original") for i in items], evaluate)
     per_item = Counter(r["item_id"] for r in rows)
     for item in items:
-        assert per_item[item["item_id"]] == len(protocol(item["benchmark"])["settings"]), item["item_id"]
+        assert per_item[item["item_id"]] == len(protocol(item["benchmark"]).settings), item["item_id"]
     for row in rows:
         content = row["messages"][0]["content"]
         assert "{" not in content and content.strip(), row["item_id"]
