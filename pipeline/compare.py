@@ -11,7 +11,7 @@ the sign of the difference. Rows are compared on the same split, setting and var
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 
 import duckdb
@@ -76,10 +76,12 @@ def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
     return frame
 
 
-def pairwise(con: duckdb.DuckDBPyConnection, models: list[str],
-             benchmarks: list[str] | None = None) -> dict[tuple[str, str], pd.DataFrame]:
+def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list[str] | None = None,
+             headline_only: bool = False) -> dict[tuple[str, str], pd.DataFrame]:
     """Every two of `models` (A before B, in the order given) that share a run: their compared rows.
-    Each model's rows and replicates are computed once per benchmark, whatever the number of pairs."""
+    Each model's rows and replicates are computed once per benchmark, whatever the number of pairs.
+    `headline_only`: only the cards' headline tables are computed (a table's rows depend on its own
+    spec and the units alone, so they are the rows a whole computation gives)."""
     from pipeline.warehouse import _units, paper_judge_tasks
 
     all_cards = cards()
@@ -95,6 +97,10 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str],
         if units.empty or units["model"].nunique() < 2:
             continue
         tables = aggregate.load_tables(bench.folder / "tables.yaml")
+        if headline_only:
+            tables = replace(tables, tables=tuple(spec for spec in tables.tables if spec.headline))
+            if not tables.tables:
+                continue
         rows = aggregate.paper_tables(tables, name, units, replicates=True)
         for a, b in combinations(models, 2):
             pair = _pairs(rows, a, b)

@@ -11,14 +11,14 @@ import duckdb
 
 from pipeline import compare as comparing
 
-MAX_MODELS = 6   # 15 pairs; each pair recomputes its benchmarks' tables with bootstrap replicates
+MAX_MODELS = 6   # 15 pairs; the headline tables are recomputed once per model, with bootstrap replicates
 
 
 def pairs(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list[str] | None) -> dict[str, Any]:
     """The page's data: one entry per pair of models (A before B, sorted) with its headline rows."""
     shown = sorted(models)[:MAX_MODELS]
     out = []
-    for (a, b), frame in sorted(comparing.pairwise(con, shown, benchmarks).items()):
+    for (a, b), frame in sorted(comparing.pairwise(con, shown, benchmarks, headline_only=True).items()):
         frame = frame[frame["headline"]]
         if frame.empty:
             continue

@@ -425,8 +425,8 @@ def test_withheld_answers_are_one_line_not_empty_cells(report, warehouse):
 
 def test_a_run_setting_with_nothing_scored_says_so(warehouse):
     """A benchmark whose answers are not withheld but have no score: "no scored items", no command."""
-    from pipeline.reports.text import blocks
     from pipeline.reports import render
+    from pipeline.reports.text import blocks
 
     rows = paper_tables(warehouse)
     fuxi = rows[rows["benchmark"] == "fuxi"].assign(n_scored=0, score=None, ci_low=None, ci_high=None)
