@@ -356,6 +356,21 @@ def test_compare_gives_paired_differences(warehouse, monkeypatch, capsys):
     assert err.count("\n") == 1 and "no responses of model 'nosuch'" in err
 
 
+def test_headline_only_pairs_are_the_headline_rows_of_the_full_computation(warehouse):
+    """The compare page asks only for the headline tables: the same numbers as computing every
+    table and keeping the headline rows."""
+    from pipeline.compare import pairwise
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        full = pairwise(con, ["oracle", "random"])
+        headline = pairwise(con, ["oracle", "random"], headline_only=True)
+    assert full.keys() == headline.keys() and headline
+    for pair, frame in headline.items():
+        kept = full[pair][full[pair]["headline"]].reset_index(drop=True)
+        assert len(frame) and frame["headline"].all()
+        pd.testing.assert_frame_equal(frame.reset_index(drop=True), kept, check_dtype=False)
+
+
 def test_compare_page_pairs_every_two_models_on_headline_rows(report):
     page = (report / "compare.html").read_text(encoding="utf-8")
     assert 'href="compare.html"' in (report / "index.html").read_text(encoding="utf-8")
