@@ -167,12 +167,11 @@ PROMPTS = pa.schema([
     ("prompt_hash", _str),
 ])
 
+# What names one response: an item asked in one script variant and protocol setting of one model.
+RESPONSE_KEY = [("item_id", _str), ("benchmark", _str), ("variant", _str), ("setting", _str), ("model", _str)]
+
 RESPONSES = pa.schema([
-    ("item_id", _str),
-    ("benchmark", _str),
-    ("variant", _str),
-    ("setting", _str),
-    ("model", _str),
+    *RESPONSE_KEY,
     ("prompt_hash", _str),
     ("cache_key", _str),
     ("max_tokens", pa.int64()),     # the generation budget used (null: up to the model's context)
@@ -186,11 +185,7 @@ RESPONSES = pa.schema([
 ])
 
 SCORES = pa.schema([
-    ("item_id", _str),
-    ("benchmark", _str),
-    ("variant", _str),
-    ("setting", _str),
-    ("model", _str),
+    *RESPONSE_KEY,
     ("kind", _str),             # rule | judge: one rule row per response, and the judge's beside it
     ("scorer", _str),           # name@version (judge:<score type>@<prompt set>-<version>)
     ("score", pa.float64()),    # 0..1; null when it could not be scored
@@ -202,11 +197,7 @@ SCORES = pa.schema([
 
 # One row per response a benchmark card routes to the LLM judge (pipeline/judge).
 JUDGEMENTS = pa.schema([
-    ("item_id", _str),
-    ("benchmark", _str),
-    ("variant", _str),
-    ("setting", _str),
-    ("model", _str),                # the evaluated model
+    *RESPONSE_KEY,                  # model: the evaluated model
     ("judge_model", _str),          # the judge's models.yaml entry (its engine identity: details.judge)
     ("prompt_set", _str),           # wenheng (the card's judge.yaml) | official (a user's prompt file)
     ("prompt_version", _str),
