@@ -25,6 +25,7 @@ from pipeline import paths, progress, schema
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.index import ITEM_COLUMNS
 from pipeline.contamination.run import compute_overlap, summary
+from pipeline.groups import CORPORA
 from pipeline.settings import Settings, settings
 from resources.engines import CorporaResource
 
@@ -33,7 +34,7 @@ ENGINE_ENV = Settings.scan_engine.name   # local | ray: overrides the corpus's e
 
 
 @dg.multi_asset(
-    group_name="corpora", code_version="1", can_subset=False, partitions_def=corpora_partitions,
+    group_name=CORPORA, code_version="1", can_subset=False, partitions_def=corpora_partitions,
     # every benchmark's items, read from the lake for the columns the index needs
     deps=[dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
     outs={

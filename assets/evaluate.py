@@ -10,6 +10,7 @@ import pandas as pd
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
 from pipeline import schema
 from pipeline.engines.cache import run_with_cache
+from pipeline.groups import EVALUATE
 from pipeline.inference import give_golds, plan, prompts_for, response_rows
 from pipeline.judge.run import combine_scores
 from pipeline.scoring.rules import score_rows
@@ -48,7 +49,7 @@ error_rate_check = partition_check(
 
 
 @dg.asset(
-    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", automation_condition=follow_upstream, output_required=False,
     check_specs=[error_rate_check],
     ins={**ITEM_STAGE_INS, "prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
@@ -91,7 +92,7 @@ def max_error_rate() -> float:
 
 
 @dg.asset(
-    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
     kinds={"parquet"}, automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
 def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame,

@@ -22,6 +22,7 @@ from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
 from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
 from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
 from pipeline.dedup.signatures import item_signatures as item_signatures_of
+from pipeline.groups import ITEMS
 from pipeline.prompts import asked_pairs, build_prompt_columns
 from pipeline.script import variants_table
 from pipeline.standardize import build_items
@@ -47,7 +48,7 @@ _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash
 
 
 @dg.multi_asset(
-    group_name="items", code_version="2", can_subset=False, partitions_def=benchmark_partitions,
+    group_name=ITEMS, code_version="2", can_subset=False, partitions_def=benchmark_partitions,
     ins={"raw_items": dg.AssetIn("raw_items")},
     outs={
         "items": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
@@ -129,7 +130,7 @@ _KEYED = ["item_id", "benchmark", "task", "context", "question", "choices"]
 _CLUSTERED = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version=dedup_code_version("1"), kinds={"parquet"},
+@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("1"), kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame,
                     sources: SourcesResource) -> dg.Output[pd.DataFrame]:
@@ -148,7 +149,7 @@ def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame,
 
 
 @dg.asset(
-    group_name="items", io_manager_key="lake", code_version=dedup_code_version("5"), kinds={"parquet"},
+    group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("5"), kinds={"parquet"},
     partitions_def=benchmark_partitions,
     check_specs=[partition_check("consistent_gold", "dedup_clusters",
                                  "duplicates within the benchmark share their gold answer")],
@@ -185,7 +186,7 @@ def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
 
 
 @dg.asset(
-    group_name="items", io_manager_key="lake", code_version=dedup_code_version("4"), kinds={"parquet"},
+    group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("4"), kinds={"parquet"},
     # every benchmark's items and signatures, read from the lake for the columns it compares (not
     # loaded whole through the IO manager); one not built yet (not configured, or not run) is absent
     deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures")],
@@ -209,7 +210,7 @@ def contamination(sources: SourcesResource) -> dg.Output[pd.DataFrame]:
                                "per benchmark pair": dg.MetadataValue.json(dict(per_pair)), **shown})
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version="3", kinds={"parquet"},
+@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version="3", kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def item_variants(context: dg.AssetExecutionContext, items: pd.DataFrame,
                   models: ModelsResource) -> dg.Output[pd.DataFrame]:
@@ -250,7 +251,7 @@ def prompts_code_version(models_file: Path | None = None) -> str:
     return f"{PROMPTS_CODE_VERSION}.{schema.stable_hash(asked)[:12]}"
 
 
-@dg.asset(group_name="items", io_manager_key="lake", code_version=prompts_code_version(), kinds={"parquet"},
+@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=prompts_code_version(), kinds={"parquet"},
           partitions_def=benchmark_partitions)
 def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
             dedup_clusters: pd.DataFrame, sources: SourcesResource, models: ModelsResource) -> dg.Output[pd.DataFrame]:

@@ -12,6 +12,7 @@ from assets.evaluate import ITEM_STAGE_INS, _partition, after_responses, benchma
 from assets.sources import partition_check
 from pipeline import paths, schema
 from pipeline.config import JudgeSpec, load_judges
+from pipeline.groups import EVALUATE
 from pipeline.judge import reliability
 from pipeline.judge.run import JudgeStats, judge_responses, prompt_set, repeat_scores
 from resources.engines import ModelsResource
@@ -27,7 +28,7 @@ def _stats(stats: JudgeStats) -> dict[str, int]:
 
 
 @dg.asset(
-    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
     check_specs=[partition_check("verdict_rate", "judgements", "share of judgeable responses with a readable verdict",
                                  partitions_def=benchmark_x_model)],
@@ -58,7 +59,7 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
 
 
 @dg.asset(
-    group_name="evaluate", partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
 def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: pd.DataFrame,

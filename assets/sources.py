@@ -10,9 +10,10 @@ import pandas as pd
 
 from pipeline import benchmarks, schema
 from pipeline.config import load_sources
+from pipeline.groups import SOURCES
+from pipeline.sources.accounting import rows_accounted
 from pipeline.sources.digest import frame_digest
 from pipeline.sources.ingest import parse_source
-from pipeline.sources.accounting import rows_accounted
 from resources.engines import SourcesResource
 
 benchmark_partitions = dg.StaticPartitionsDefinition(list(benchmarks.names()))
@@ -43,7 +44,7 @@ def eager_on_changed_data() -> dg.AutomationCondition:
 
 
 @dg.asset(
-    group_name="sources", io_manager_key="lake", code_version="2", kinds={"python", "parquet"},
+    group_name=SOURCES, io_manager_key="lake", code_version="2", kinds={"python", "parquet"},
     partitions_def=benchmark_partitions,
     description="One benchmark's configured source files parsed row by row; unreadable rows kept with "
                 "file, locator and reason.",

@@ -13,9 +13,10 @@ import pandas as pd
 from assets.evaluate import after_responses
 from assets.judge import judge_reliability
 from pipeline import aggregate, charts, paths
-from pipeline.reports import text as report
 from pipeline.benchmarks import cards
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.groups import WAREHOUSE
+from pipeline.reports import text as report
 from pipeline.schema import PAPER_TABLES, column_notes
 from pipeline.warehouse import connect_readonly, publish
 from resources.engines import WarehouseResource
@@ -34,7 +35,7 @@ def after_evaluation() -> dg.AutomationCondition:
 
 
 @dg.asset(
-    group_name="warehouse", code_version="1", kinds={"duckdb"}, pool="duckdb",
+    group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, pool="duckdb",
     # It loads every lake table (BASE_TABLES in pipeline/warehouse/); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
     # responses, judgements and scores all lead to, and the side reports no other asset reads.
@@ -152,7 +153,7 @@ def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path,
 
 
 @dg.asset(
-    group_name="warehouse", code_version="1", kinds={"duckdb"}, deps=[warehouse],
+    group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, deps=[warehouse],
     automation_condition=dg.AutomationCondition.eager(),
 )
 def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource) -> dg.MaterializeResult:
@@ -192,7 +193,7 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
 
 def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
     @dg.asset(
-        name=f"paper_tables_{bench.name}", group_name="warehouse", code_version="1", kinds={"duckdb"},
+        name=f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"},
         deps=[warehouse], automation_condition=dg.AutomationCondition.eager(),
         description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
                     "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "

@@ -20,6 +20,7 @@ from pipeline import paths
 from pipeline.config import ConfigError, load_models
 from pipeline.corrections import CorrectionsError
 from pipeline.executors import executor_from_env
+from pipeline.groups import CORPORA, EVALUATE, ITEMS, SOURCES, WAREHOUSE
 from pipeline.settings import Settings
 from pipeline.sources.ingest import source_fingerprints
 from resources.engines import CorporaResource, ModelsResource, SourcesResource, WarehouseResource
@@ -46,33 +47,59 @@ def export_path_defaults() -> None:
 
 export_path_defaults()
 
-# The item stages: a run per benchmark partition; contamination (across benchmarks, unpartitioned)
-# follows through its automation condition, or in a run of its own from `wenheng run`.
+ASSETS = [raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
+          responses, judgements, scores, judge_reliability, corpus_overlap, warehouse, leaderboard,
+          *paper_tables_assets]
+
+
+def _in_groups(*groups: str) -> list[dg.AssetsDefinition]:
+    return [asset for asset in ASSETS if set(asset.group_names_by_key.values()) & set(groups)]
+
+
+def _unpartitioned(*groups: str) -> dg.AssetSelection:
+    """The assets of `groups` that no partition splits: contamination, which reads every benchmark."""
+    return dg.AssetSelection.assets(*(asset for asset in _in_groups(*groups) if asset.partitions_def is None))
+
+
+# Each job is its groups. A partitioned run materializes the job's assets partitioned as the job is
+# (`job_assets`): prepare's item stages per benchmark; contamination (across benchmarks,
+# unpartitioned) follows through its automation condition, or in the publish run of `wenheng run`.
 prepare_job = dg.define_asset_job(
-    "prepare", selection=dg.AssetSelection.groups("sources", "items"),
+    "prepare", selection=dg.AssetSelection.groups(SOURCES, ITEMS),
     description="One benchmark: sources -> items -> dedup clusters -> script variants -> prompts; "
                 "contamination across benchmarks.")
-PER_BENCHMARK = [dg.AssetKey(name) for name in ("raw_items", "items", "quarantine", "corrections_audit",
-                                                "item_signatures", "dedup_clusters", "item_variants", "prompts")]
 evaluate_job = dg.define_asset_job(
-    "evaluate", selection=dg.AssetSelection.assets(responses, judgements, scores, judge_reliability),
+    "evaluate", selection=dg.AssetSelection.groups(EVALUATE),
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
                 "(when models.yaml names one for the benchmark), scoring, the judge's reliability.")
 scan_job = dg.define_asset_job(
-    "scan", selection=dg.AssetSelection.groups("corpora"),
+    "scan", selection=dg.AssetSelection.groups(CORPORA),
     description="One corpus of data/corpora.yaml against every benchmark item: corpus_overlap and "
                 "corpus_quarantine (only the corpus files that changed are read again).")
 publish_job = dg.define_asset_job(
-    "publish", selection=dg.AssetSelection.groups("warehouse") | dg.AssetSelection.assets(contamination),
+    "publish", selection=dg.AssetSelection.groups(WAREHOUSE) | _unpartitioned(SOURCES, ITEMS),
     description="Contamination across benchmarks; load the lake into data/warehouse.duckdb and build sql/ "
                 "views; the leaderboard and each benchmark's paper tables as assets with their scores.")
+
+
+def job_assets(name: str, partitioned: bool | None = None) -> set[dg.AssetKey]:
+    """The assets job `name` selects: its group selection, resolved on the asset graph.
+    partitioned=True: only those partitioned as the job is (what one partitioned run of it
+    materializes: prepare's item stages of one benchmark); False: only the others."""
+    job = defs.resolve_job_def(name)
+    keys = set(job.asset_layer.selected_asset_keys)
+    if partitioned is None:
+        return keys
+    graph = defs.resolve_asset_graph()
+    return {key for key in keys if (graph.get(key).partitions_def == job.partitions_def) == partitioned}
 
 
 def _prepare_requests(benchmarks: list[str], key: str | dict[str, str]) -> list[dg.RunRequest]:
     """A prepare run per benchmark; contamination then runs once, through its automation condition.
     `key`: one run key for all, or one per benchmark."""
+    per_benchmark = sorted(job_assets("prepare", partitioned=True))
     return [dg.RunRequest(run_key=f"{key[b] if isinstance(key, dict) else key}:{b}", partition_key=b,
-                          asset_selection=PER_BENCHMARK) for b in benchmarks]
+                          asset_selection=per_benchmark) for b in benchmarks]
 
 
 @dg.schedule(job=prepare_job, cron_schedule="0 3 * * *",
@@ -140,14 +167,12 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     description="Materializes what the item stages' changes make out of date, each partition once.")
 
 defs = dg.Definitions(
-    assets=[raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
-            responses, judgements, scores, judge_reliability, corpus_overlap, warehouse, leaderboard,
-            *paper_tables_assets],
+    assets=ASSETS,
     jobs=[prepare_job, evaluate_job, scan_job, publish_job],
     schedules=[nightly_rebuild],
     sensors=[models_sensor, corpora_sensor, source_changes_sensor, automation_sensor],
     # WENHENG_EXECUTOR: in_process (default), multiprocess or k8s (GPUs for the inference-pool steps)
-    executor=executor_from_env([responses, judgements, scores, judge_reliability]),
+    executor=executor_from_env(_in_groups(EVALUATE)),
     resources={
         "lake": ParquetLakeIOManager(lake_dir=dg.EnvVar(Settings.lake.name)),
         "sources": SourcesResource(sources_file=dg.EnvVar(Settings.sources.name)),

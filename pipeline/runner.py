@@ -1,7 +1,14 @@
-"""Running the graph in-process, in phases that match the jobs:
+"""Running the graph in-process, in phases that are the jobs of pipeline/definitions.py (each
+phase materializes what its job selects, within `--select`):
 prepare (one run per requested benchmark) -> evaluate (one run per benchmark x model partition) ->
 scan (one run per corpus of data/corpora.yaml, when any) -> publish (one run: contamination across
 benchmarks, then the warehouse and its table assets).
+
+No run is launched with nothing to do: a benchmark's prepare run, a partition's evaluate run, a
+corpus's scan run and the publish run are left out when what their assets are computed from is
+what it was when they were last materialized, and an evaluate or publish run holds only the
+assets whose inputs changed (a corrected gold re-scores without asking the model again). run_inputs.py
+says what counts as an input.
 
 Runs go into the Dagster instance at $DAGSTER_HOME, so `dagster dev` shows them afterwards; every
 run of one `run_pipeline` call carries the tag `wenheng/run=<id>` (filter on it in the UI's run
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import json
 import os
 import socket
 import time
@@ -25,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from pipeline import stopping
+from pipeline.failures import append_log, failure_cause, traceback_text
 from pipeline.paths import RUN_TAG
+from pipeline.run_inputs import INPUTS_TAG, Inputs
 
 PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset per benchmark card
 PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
@@ -48,6 +58,7 @@ class RunSummary:
     run_tag: str = ""            # the value of the wenheng/run tag every Dagster run of this call carries
     timings: dict[str, float] = field(default_factory=dict)   # phase (prepare, evaluate, publish) -> seconds
     log_file: Path | None = None  # the run's log file (pipeline.paths.run_log_file), once a failure is written to it
+    up_to_date: list[str] = field(default_factory=list)  # `job [partition]` left alone: nothing in it to do
 
     def metadata(self, asset: str, partition: str | None = None) -> dict[str, Any]:
         for m in reversed(self.materializations):
@@ -64,10 +75,10 @@ def new_run_tag() -> str:
 
 def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None = None,
                  log: Callable[[str], None] = print, run_tag: str | None = None,
-                 corpora: list[str] | None = None) -> RunSummary:
+                 corpora: list[str] | None = None, force: bool = False) -> RunSummary:
     """Materialize the requested benchmarks' item stages, each benchmark x model partition, each
     corpus's overlap with the items, then the warehouse. Other benchmarks' partitions are left as
-    they are."""
+    they are; so is every asset whose inputs did not change since it was built, unless `force`."""
     import pipeline.definitions  # noqa: F401  (loaded before the freeze below)
 
     _instance()
@@ -77,145 +88,239 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     # uncollectable after the run (native extensions report such objects as leaks at exit).
     gc.freeze()
     try:
-        return _run_pipeline(benchmarks, models, selection, log, run_tag, corpora or [])
+        return _run_pipeline(benchmarks, models, selection, log, run_tag, corpora or [], force)
     finally:
         gc.unfreeze()
 
 
 def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | None,
-                  log: Callable[[str], None], run_tag: str | None, corpora: list[str]) -> RunSummary:
-    import dagster as dg
-
-    from assets.contamination import corpora_partitions
-    from assets.evaluate import models_partitions
-    from assets.sources import benchmark_partitions
-    from pipeline.definitions import defs, export_path_defaults
+                  log: Callable[[str], None], run_tag: str | None, corpora: list[str], force: bool) -> RunSummary:
+    """The phases in order; each returns whether the next may start (a failed prepare and a
+    stop request end the call; a failed evaluate partition does not)."""
+    from pipeline.definitions import export_path_defaults
 
     export_path_defaults()   # the resources read their files through dg.EnvVar
-    instance = _instance()
-    fail_orphaned_runs(instance, log)
-    summary = RunSummary(run_tag=run_tag or new_run_tag())
-    tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), RUN_TAG: summary.run_tag}
-    known = set(instance.get_dynamic_partitions(models_partitions.name))
-    missing = [m for m in models if m not in known]
-    if missing:
-        instance.add_dynamic_partitions(models_partitions.name, missing)
-    new_corpora = [c for c in corpora if c not in set(instance.get_dynamic_partitions(corpora_partitions.name))]
-    if new_corpora:
-        instance.add_dynamic_partitions(corpora_partitions.name, new_corpora)
-    graph = defs.resolve_asset_graph()
-    chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
-    # Dagster's own console lines (step failures with stack traces) stay in the run history the
-    # UI shows; the terminal gets this runner's lines: FAILED, the checks, the error summary.
-    run_config = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+    run = _Execution.start(log, run_tag, models, corpora)
+    run.force = force
+    phases = _Phases.resolve(selection, benchmarks)
+    log(f"run {RUN_TAG}={run.summary.run_tag} (filter on this tag in the Dagster UI)")
+    if _prepare(run, phases, benchmarks) and _evaluate(run, phases, benchmarks, models) and _scan(run, phases, corpora):
+        _publish(run, phases)
+    return run.summary
 
-    def phase_keys(phase: str) -> set:
-        """The chosen assets of one phase, by group: prepare's per benchmark, prepare's across
-        benchmarks (contamination), evaluate's, publish's (the warehouse and its table assets)."""
-        groups = {"prepare": ("sources", "items"), "prepare_across": ("sources", "items"), "evaluate": ("evaluate",),
-                  "scan": ("corpora",), "publish": ("warehouse",)}[phase]
-        keys = {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
-        if phase.startswith("prepare"):
-            per_benchmark = phase == "prepare"
-            keys = {key for key in keys if (graph.get(key).partitions_def == benchmark_partitions) == per_benchmark}
-        if phase == "publish":
-            # a benchmark's paper-table asset only when it was evaluated: the others did not change
-            keys = {key for key in keys if not key.path[0].startswith(PAPER_TABLES_PREFIX)
-                    or key.path[0][len(PAPER_TABLES_PREFIX):] in benchmarks}
-        return keys & chosen
 
-    def execute(job_name: str, keys: set, partition_key=None) -> bool:
+@dataclass(frozen=True)
+class _Phases:
+    """The chosen assets of each phase, from the jobs' own selections (pipeline/definitions.py):
+    prepare's per benchmark, evaluate's, scan's, publish's (with `across`: the item stages that
+    read every benchmark, contamination, which run there, before the warehouse that reads them)."""
+    prepare: frozenset
+    evaluate: frozenset
+    scan: frozenset
+    publish: frozenset
+    across: frozenset
+
+    @classmethod
+    def resolve(cls, selection: str | None, benchmarks: list[str]) -> _Phases:
+        import dagster as dg
+
+        from pipeline.definitions import defs, job_assets
+
+        graph = defs.resolve_asset_graph()
+        chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
+        # a benchmark's paper-table asset only when it was evaluated: the others did not change
+        publish = {key for key in job_assets("publish") & chosen if not key.path[0].startswith(PAPER_TABLES_PREFIX)
+                   or key.path[0][len(PAPER_TABLES_PREFIX):] in benchmarks}
+        return cls(prepare=frozenset(job_assets("prepare", partitioned=True) & chosen),
+                   evaluate=frozenset(job_assets("evaluate") & chosen), scan=frozenset(job_assets("scan") & chosen),
+                   publish=frozenset(publish), across=frozenset(publish & job_assets("prepare")))
+
+
+def _prepare(run: _Execution, phases: _Phases, benchmarks: list[str]) -> bool:
+    """A prepare run per benchmark, unless its item stages are up to date (Inputs.prepare)."""
+    if phases.prepare:
+        started = time.perf_counter()
+        for benchmark in benchmarks:
+            if run.stopped():
+                return False
+            prints = run.inputs.prepare(benchmark, phases.prepare)
+            if not run.todo("prepare", phases.prepare, benchmark, prints):
+                run.log(f"prepare: {benchmark}: up to date (its sources, corrections, configuration and code "
+                        "are those of its last build)")
+                continue
+            run.log(f"prepare: {benchmark}: sources -> items -> dedup -> variants -> prompts")
+            run.summary.ok &= run.execute("prepare", phases.prepare, benchmark, prints)
+        run.timed("prepare", started)
+    return run.summary.ok and not run.stopped()
+
+
+def _evaluate(run: _Execution, phases: _Phases, benchmarks: list[str], models: list[str]) -> bool:
+    """An evaluate run per benchmark x model partition, model by model (a local model loads once),
+    with only the assets whose inputs changed (Inputs.evaluate); none when nothing did."""
+    import dagster as dg
+
+    started = time.perf_counter()
+    for model in models if phases.evaluate else []:
+        for benchmark in benchmarks:
+            if run.stopped():
+                run.timed("evaluate", started)
+                return False
+            partition = dg.MultiPartitionKey({"benchmark": benchmark, "model": model})
+            prints = run.inputs.evaluate(benchmark, model, phases.evaluate)
+            todo = run.todo("evaluate", phases.evaluate, partition, prints)
+            if not todo:
+                run.log(f"evaluate: {benchmark} x {model}: up to date (its prompts, items, model and code are "
+                        "those of its last run)")
+                continue
+            fresh = sorted(key.to_user_string() for key in phases.evaluate - todo)
+            run.log(f"evaluate: {benchmark} x {model}" + (f" ({', '.join(fresh)} up to date)" if fresh else ""))
+            run.summary.ok &= run.execute("evaluate", todo, partition, prints)
+        run.timed("evaluate", started)
+        started = time.perf_counter()
+    return not run.stopped()
+
+
+def _scan(run: _Execution, phases: _Phases, corpora: list[str]) -> bool:
+    """A scan run per corpus, unless its entry, its files and the items are those of its last scan
+    (Inputs.scan); the scan itself reads only the corpus files that changed."""
+    started = time.perf_counter()
+    for corpus in corpora if phases.scan else []:
+        if run.stopped():
+            run.timed("scan", started)
+            return False
+        prints = run.inputs.scan(corpus, phases.scan)
+        if not run.todo("scan", phases.scan, corpus, prints):
+            run.log(f"scan: {corpus}: up to date (its entry, its files and the items are those of its last scan)")
+            continue
+        run.log(f"scan: {corpus}: corpus files -> n-grams -> every benchmark item")
+        run.summary.ok &= run.execute("scan", phases.scan, corpus, prints)
+    if corpora and phases.scan:
+        run.timed("scan", started)
+    return not run.stopped()
+
+
+def _publish(run: _Execution, phases: _Phases) -> None:
+    """One run: contamination (across benchmarks) and the warehouse with its table assets, those
+    of them that something upstream changed since they were last built (Inputs.publish).
+    Contamination runs here, before the warehouse that reads it: one run fewer than a run of its
+    own, and it still follows every prepare."""
+    if not phases.publish:
+        return
+    started = time.perf_counter()
+    prints = run.inputs.publish(phases.publish)
+    todo = run.todo("publish", phases.publish, None, prints)
+    if not todo:
+        run.log("publish: up to date (nothing it reads has been materialized since it was last built)")
+    else:
+        run.log("publish: " + " -> ".join((["contamination across benchmarks"] if todo & phases.across else [])
+                                          + (["warehouse"] if todo - phases.across else [])))
+        run.summary.ok &= run.execute("publish", todo, prints=prints)
+    run.timed("publish", started)
+
+
+# Dagster's own console lines (step failures with stack traces) stay in the run history the UI
+# shows; the terminal gets this runner's lines: FAILED, the checks, the error summary.
+_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+
+
+class _Execution:
+    """What every Dagster run of one run_pipeline call shares: the instance, the tags, the
+    summary, the log, and what is known of each asset's inputs (`inputs`)."""
+
+    def __init__(self, instance, summary: RunSummary, log: Callable[[str], None]):
+        self.instance, self.summary, self.log = instance, summary, log
+        self.tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), RUN_TAG: summary.run_tag}
+        self.inputs = Inputs(instance)
+        self.force = False   # every asset runs, whatever its inputs (`wenheng run --force`)
+
+    @classmethod
+    def start(cls, log: Callable[[str], None], run_tag: str | None, models: list[str],
+              corpora: list[str]) -> _Execution:
+        """The instance, with the runs a killed process left marked failed and a partition for
+        each model and corpus asked for."""
+        from assets.contamination import corpora_partitions
+        from assets.evaluate import models_partitions
+
+        instance = _instance()
+        fail_orphaned_runs(instance, log)
+        for partitions, names in ((models_partitions, models), (corpora_partitions, corpora)):
+            known = set(instance.get_dynamic_partitions(partitions.name))
+            missing = [name for name in names if name not in known]
+            if missing:
+                instance.add_dynamic_partitions(partitions.name, missing)
+        return cls(instance, RunSummary(run_tag=run_tag or new_run_tag()), log)
+
+    def stopped(self) -> bool:
+        if stopping.stop_requested():
+            self.summary.ok, self.summary.stopped = False, stopping.stop_signal()
+        return self.summary.stopped is not None
+
+    def timed(self, phase: str, started: float) -> None:
+        self.summary.timings[phase] = round(self.summary.timings.get(phase, 0.0) + time.perf_counter() - started, 3)
+
+    def todo(self, job_name: str, keys, partition_key, prints: dict) -> frozenset:
+        """The assets of `keys` with something to do (Inputs.up_to_date); when none has, the
+        summary lists the partition as up to date, and no run is launched for it."""
+        todo = frozenset(keys) - self.inputs.up_to_date(keys, partition_key, prints)   # fills `prints`
+        if self.force:
+            return frozenset(keys)
+        if not todo:
+            self.summary.up_to_date.append(job_name + (f" [{partition_key}]" if partition_key else ""))
+        return todo
+
+    def execute(self, job_name: str, keys, partition_key=None, prints: dict | None = None) -> bool:
+        """One Dagster run of `keys`, tagged with what each of them is computed from (INPUTS_TAG);
+        its materializations, failed checks and failed steps go to the summary and the log."""
+        from pipeline.definitions import defs
+
         if not keys:
             return True
+        inputs = {key.to_user_string(): value for key, value in (prints or {}).items() if key in keys}
         job = defs.resolve_job_def(job_name)
         gc.freeze()   # what earlier runs left alive joins the frozen heap (see run_pipeline)
-        result = job.execute_in_process(instance=instance, partition_key=partition_key, asset_selection=list(keys),
-                                        run_config=run_config, raise_on_error=False, tags=tags)
+        result = job.execute_in_process(instance=self.instance, partition_key=partition_key,
+                                        asset_selection=list(keys), run_config=_RUN_CONFIG, raise_on_error=False,
+                                        tags={**self.tags, INPUTS_TAG: json.dumps(inputs, sort_keys=True)})
         if not result.success:
             stopping.wait(0.3)   # a signal Dagster caught reaches the stop request from a watcher thread
         if stopping.stop_requested():
-            run = instance.get_run_by_id(result.run_id)
-            if run is not None and run.status != dg.DagsterRunStatus.CANCELED:
-                instance.report_run_canceled(run, message=f"stopped by signal {stopping.stop_signal()}")
-            summary.stopped = stopping.stop_signal()
+            self._cancel(result.run_id)
+        self._record(result, partition_key)
+        if not result.success and self.summary.stopped is None:
+            for line in _report_failures(result.all_events, job_name, result.run_id, partition_key, self.summary):
+                self.log(line)
+        return result.success
+
+    def _cancel(self, run_id: str) -> None:
+        import dagster as dg
+
+        run = self.instance.get_run_by_id(run_id)
+        if run is not None and run.status != dg.DagsterRunStatus.CANCELED:
+            self.instance.report_run_canceled(run, message=f"stopped by signal {stopping.stop_signal()}")
+        self.summary.stopped = stopping.stop_signal()
+
+    def _record(self, result, partition_key) -> None:
+        """Each materialization (summary and one line) and each failed check (one line; a failed
+        error-rate check also a summary failure with its first errors)."""
         for event in result.get_asset_materialization_events():
             mat = event.event_specific_data.materialization
             values = {k: v.value for k, v in mat.metadata.items()}
-            summary.materializations.append(
+            self.summary.materializations.append(
                 {"asset": mat.asset_key.to_user_string(), "partition": mat.partition, "metadata": values})
             shown = " ".join(f"{k}={format_value(v)}" for k, v in values.items() if k in _SHOWN)
             where = mat.asset_key.to_user_string() + (f" [{mat.partition}]" if mat.partition else "")
-            log(f"  {where} {shown}".rstrip())
+            self.log(f"  {where} {shown}".rstrip())
         for event in result.all_events:
             if event.event_type_value == "ASSET_CHECK_EVALUATION" and not event.event_specific_data.passed:
                 evaluation = event.event_specific_data
                 where = evaluation.asset_key.to_user_string() + (f" [{partition_key}]" if partition_key else "")
-                log(f"  check {evaluation.check_name} on {where} did not pass")
+                self.log(f"  check {evaluation.check_name} on {where} did not pass")
                 meta = {k: v.value for k, v in evaluation.metadata.items()}
                 if "error_rate" in meta:
-                    summary.failures.append(
+                    self.summary.failures.append(
                         f"{where}: {meta['errors']} of {meta.get('prompts', '?')} prompts failed "
                         f"({_share(meta['error_rate'])}, allowed {_share(meta['threshold'])}); first errors:\n"
                         + "\n".join(f"    {line}" for line in str(meta.get("first_errors", "")).splitlines()))
-        if not result.success and summary.stopped is None:
-            for line in _report_failures(result.all_events, job_name, result.run_id, partition_key, summary):
-                log(line)
-        return result.success
-
-    def stopped() -> bool:
-        if stopping.stop_requested():
-            summary.ok, summary.stopped = False, stopping.stop_signal()
-        return summary.stopped is not None
-
-    def timed(phase: str, started: float) -> None:
-        summary.timings[phase] = round(summary.timings.get(phase, 0.0) + time.perf_counter() - started, 3)
-
-    log(f"run {RUN_TAG}={summary.run_tag} (filter on this tag in the Dagster UI)")
-    # each phase's assets, once: the graph does not change during a run
-    per_benchmark, across, evaluate, scan, publish = (phase_keys(p) for p in ("prepare", "prepare_across",
-                                                                              "evaluate", "scan", "publish"))
-    started = time.perf_counter()
-    for benchmark in benchmarks if per_benchmark else []:
-        if stopped():
-            return summary
-        log(f"prepare: {benchmark}: sources -> items -> dedup -> variants -> prompts")
-        summary.ok &= execute("prepare", per_benchmark, benchmark)
-    if per_benchmark:
-        timed("prepare", started)
-    if not summary.ok or stopped():
-        return summary
-    started = time.perf_counter()
-    for model in models if evaluate else []:
-        for benchmark in benchmarks:
-            if stopped():
-                timed("evaluate", started)
-                return summary
-            log(f"evaluate: {benchmark} x {model}")
-            summary.ok &= execute("evaluate", evaluate, dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
-        timed("evaluate", started)
-        started = time.perf_counter()
-    if stopped():
-        return summary
-    started = time.perf_counter()
-    for corpus in corpora if scan else []:
-        if stopped():
-            timed("scan", started)
-            return summary
-        log(f"scan: {corpus}: corpus files -> n-grams -> every benchmark item")
-        summary.ok &= execute("scan", scan, corpus)
-    if corpora and scan:
-        timed("scan", started)
-    if stopped():
-        return summary
-    started = time.perf_counter()
-    if across or publish:
-        # contamination (across benchmarks) runs in the publish run, before the warehouse that
-        # reads it: one run fewer than a run of its own, and it still follows every prepare
-        log("publish: " + " -> ".join((["contamination across benchmarks"] if across else [])
-                                      + (["warehouse"] if publish else [])))
-        summary.ok &= execute("publish", across | publish)
-        timed("publish", started)
-    return summary
 
 
 def _report_failures(events, job_name: str, run_id: str, partition_key, summary: RunSummary) -> list[str]:
@@ -234,71 +339,8 @@ def _report_failures(events, job_name: str, run_id: str, partition_key, summary:
         details.append(f"=== {name}{where} failed (Dagster run {run_id}, job {job_name}) ===\n"
                        + (traceback_text(error) if error is not None else lines[-1].strip()))
     if details:
-        summary.log_file = _append_log(summary.run_tag, details) or summary.log_file
+        summary.log_file = append_log(summary.run_tag, details) or summary.log_file
     return lines
-
-
-def failure_cause(data) -> str:
-    """What made a step fail, in one line: a dg.Failure's description; else the exception user
-    code raised (unwrapped from Dagster's errors around it), its class name and the first line
-    of its message. Never the stack trace: that goes to the run's log file."""
-    failure = getattr(data, "user_failure_data", None)
-    if failure is not None and failure.description:
-        return " ".join(failure.description.split())
-    error = getattr(data, "error", None)
-    # Dagster wraps the error user code raised: its cause is what the user needs to read
-    while error is not None and error.cause is not None and (error.cls_name or "").startswith("Dagster"):
-        error = error.cause
-    if error is None:
-        return "no error was recorded (see the run in the Dagster UI)"
-    name = error.cls_name or "Error"
-    text = (error.message or "").strip()
-    head, sep, rest = text.partition(":")   # format_exception_only: `module.Class: message`
-    if head.rsplit(".", 1)[-1] == name:
-        text = rest.strip() if sep else ""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    first = lines[0] if lines else ""
-    if first.endswith(":") and len(lines) > 1:   # `1 blocking asset check failed ...:` + what failed
-        first = " ".join(lines)[:500]
-    return f"{name}: {first}" if first else name
-
-
-def traceback_text(error) -> str:
-    """Dagster's record of an error (SerializableErrorInfo) as Python prints a traceback: the
-    first cause first, each exception's stack above its message."""
-    chain, joins = [], []
-    while error is not None:
-        chain.append(error)
-        if error.cause is not None:
-            joins.append("The above exception was the direct cause of the following exception:")
-            error = error.cause
-        else:
-            joins.append("During handling of the above exception, another exception occurred:")
-            error = error.context
-    parts = []
-    for i, err in enumerate(reversed(chain)):
-        if i:
-            parts.append(f"\n{joins[len(chain) - 1 - i]}\n\n")
-        stack = "".join(err.stack or [])
-        parts.append(("Traceback (most recent call last):\n" + stack if stack else "")
-                     + (err.message or err.cls_name or "").rstrip() + "\n")
-    return "".join(parts)
-
-
-def _append_log(run_tag: str, blocks: list[str]):
-    """Appends to the run's log file; returns its path, or None when it cannot be written (a full
-    disk is one reason a step fails)."""
-    from pipeline import paths
-
-    path = paths.run_log_file(run_tag)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as out:
-            stamp = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-            out.writelines(f"\n{stamp} {block.rstrip()}\n" for block in blocks)
-    except OSError:
-        return None
-    return path
 
 
 _INSTANCES: dict[str, Any] = {}

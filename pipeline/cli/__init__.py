@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_p.add_argument("--select", metavar="SELECTION",
                        help="Dagster asset selection, e.g. 'key:items+' (default: everything)")
     run_p.add_argument("--no-report", action="store_true", help="do not write the HTML report at the end")
+    run_p.add_argument("--force", action="store_true",
+                       help="run every stage, even those whose inputs (files, settings, code) did not change "
+                            "since they were built (the response cache still answers the prompts it holds)")
     run_p.add_argument("-v", "--verbose", action="store_true",
                        help="show the warnings and log lines of the libraries wenheng runs (vLLM, torch, Dagster, "
                             "...) on the terminal; without it they go to the run's log file")

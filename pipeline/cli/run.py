@@ -43,10 +43,46 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, run_tag: str, log_file: Path) -> int:
     """`wenheng run` once the settings are checked; `log_file` gets the failed steps' tracebacks."""
+    from pipeline.runner import run_pipeline
+
+    chosen, wanted, corpora = _planned(args)
+    from pipeline import locking, progress, stopping
+
+    progress.claim_terminal()  # before Dagster redirects stderr inside each step
+    if _limit():   # said aloud: a limit left in the environment would otherwise shrink runs silently
+        say(f"at most {_limit()} items per benchmark (--limit / ${LIMIT_ENV})")
+    started_at, started = time.time(), time.perf_counter()
+    stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
+    from pipeline.executors import shield_step_helpers
+
+    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
+    try:
+        with locking.hold():   # one writer per lake, warehouse and cache
+            try:
+                summary = run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=say,
+                                       corpora=corpora, run_tag=run_tag, force=args.force)
+            finally:
+                from pipeline.engines.vllm_engine import shutdown_engines
+
+                shutdown_engines()
+    except locking.LockHeld as exc:
+        error(str(exc))
+        return 75   # EX_TEMPFAIL: try again later
+    elapsed = time.perf_counter() - started
+    if summary.stopped is not None or stopping.stop_requested():
+        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
+        say(f"stopped by {name} after {elapsed:.1f} s: answers received are stored; "
+             "the next run sends only what is missing")
+        return stopping.exit_code()
+    return _finished(args, summary, elapsed, started_at, chosen, wanted, log_file)
+
+
+def _planned(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:
+    """The benchmarks, models and corpora of this run; every configuration problem is raised
+    (UserError, one line) before any stage."""
     from pipeline import benchmarks
     from pipeline.config import load_config
     from pipeline.contamination.corpora import load_corpora
-    from pipeline.runner import run_pipeline
 
     for name in args.benchmark or ():
         benchmarks.card(name)   # an unknown name: one line listing the known ones
@@ -65,34 +101,13 @@ def _run(args: argparse.Namespace, run_tag: str, log_file: Path) -> int:
     unknown = sorted(set(wanted) - set(models))
     if unknown:
         raise UserError(f"unknown models {unknown}; configured: {', '.join(models)}")
-    from pipeline import locking, progress, stopping
+    return chosen, wanted, corpora
 
-    progress.claim_terminal()  # before Dagster redirects stderr inside each step
-    if _limit():   # said aloud: a limit left in the environment would otherwise shrink runs silently
-        say(f"at most {_limit()} items per benchmark (--limit / ${LIMIT_ENV})")
-    started_at, started = time.time(), time.perf_counter()
-    stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
-    from pipeline.executors import shield_step_helpers
 
-    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
-    try:
-        with locking.hold():   # one writer per lake, warehouse and cache
-            try:
-                summary = run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=say,
-                                       corpora=corpora, run_tag=run_tag)
-            finally:
-                from pipeline.engines.vllm_engine import shutdown_engines
-
-                shutdown_engines()
-    except locking.LockHeld as exc:
-        error(str(exc))
-        return 75   # EX_TEMPFAIL: try again later
-    elapsed = time.perf_counter() - started
-    if summary.stopped is not None or stopping.stop_requested():
-        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
-        say(f"stopped by {name} after {elapsed:.1f} s: answers received are stored; "
-             "the next run sends only what is missing")
-        return stopping.exit_code()
+def _finished(args: argparse.Namespace, summary, elapsed: float, started_at: float, chosen: list[str],
+              wanted: list[str], log_file: Path) -> int:
+    """After a run that was not stopped: the outcome, the partitions' table, the time per phase,
+    the failures; after a successful one, the leaderboard and the report."""
     say(f"{'done' if summary.ok else 'FAILED'} in {elapsed:.1f} s")
     rows = partition_rows(summary.materializations)
     if rows:

@@ -88,7 +88,7 @@ def test_a_changed_benchmark_recomputes_its_partitions_once(built):
     with the old prompts and responses, and once prompts are written each partition runs once.
     (With plain eager() conditions, judgements, scores and judge_reliability ran at that tick and
     again after responses: twice per change.)"""
-    from pipeline.definitions import PER_BENCHMARK, defs
+    from pipeline.definitions import defs, job_assets
 
     instance = dg.DagsterInstance.get()
     # settle: the first tick only records where things stand
@@ -100,7 +100,7 @@ def test_a_changed_benchmark_recomputes_its_partitions_once(built):
     dev.write_text(dev.read_text(encoding="utf-8").replace("秦始皇统一六国后", "秦统一六国后"), encoding="utf-8")
     prepare = defs.resolve_job_def("prepare")
     first = [dg.AssetKey(n) for n in ("raw_items", "items", "quarantine", "corrections_audit")]
-    rest = [key for key in PER_BENCHMARK if key not in first]
+    rest = [key for key in job_assets("prepare", partitioned=True) if key not in first]
     pending = instance.create_run_for_job(job_def=prepare, asset_selection=frozenset(rest),
                                           tags={"dagster/partition": "aceval"})   # planned, not written yet
     assert prepare.execute_in_process(instance=instance, partition_key="aceval", asset_selection=first).success
@@ -130,11 +130,11 @@ def test_an_unchanged_rebuild_requests_nothing_downstream(built):
     """Rebuilding wyweb's item stages with the same files yields the same data versions: its
     responses and scores are not requested again (the response cache would make them cheap, but
     nothing needs to run at all)."""
-    from pipeline.definitions import PER_BENCHMARK, defs
+    from pipeline.definitions import defs, job_assets
 
     instance = dg.DagsterInstance.get()
     _, _, cursor = _ticks(defs, instance, None)
     assert defs.resolve_job_def("prepare").execute_in_process(
-        instance=instance, partition_key="wyweb", asset_selection=PER_BENCHMARK).success
+        instance=instance, partition_key="wyweb", asset_selection=list(job_assets("prepare", partitioned=True))).success
     requests, _, _ = _ticks(defs, instance, cursor)
     assert requests.keys() <= {("warehouse", None)}, requests   # the same data: no partition, no contamination

@@ -8,25 +8,46 @@ from pathlib import Path
 import dagster as dg
 from conftest import ROOT, write_yaml
 
-from pipeline.definitions import defs, models_sensor
+from pipeline.definitions import defs, job_assets, models_sensor
+from pipeline.groups import CORPORA, EVALUATE, ITEMS, SOURCES, WAREHOUSE
 
 # the Definitions object, the in-process runner, and the executor the definitions are built with
 # pipes_job.py is the Ray scan's Dagster Pipes entry point (the external side: dagster_pipes only)
-DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/executors.py",
+DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/run_inputs.py", "pipeline/executors.py",
                    "pipeline/contamination/pipes_job.py"}
 
 
-ITEM_STAGES = ("raw_items", "items", "quarantine", "corrections_audit", "item_signatures", "dedup_clusters", "item_variants",
-               "prompts")
+def item_stages() -> list[str]:
+    """What one prepare run materializes: the prepare job's assets partitioned by benchmark."""
+    return sorted(key.to_user_string() for key in job_assets("prepare", partitioned=True))
 
 
 def test_definitions_load_with_every_stage():
     dg.Definitions.validate_loadable(defs)   # every asset, check, job, schedule and sensor renders
     keys = {k.to_user_string() for k in defs.resolve_all_asset_keys()}
-    assert {*ITEM_STAGES, "contamination", "responses", "scores", "warehouse"} <= keys
+    assert {"raw_items", "items", "prompts"} <= set(item_stages())
+    assert {*item_stages(), "contamination", "responses", "scores", "warehouse"} <= keys
     for job in ("prepare", "evaluate", "publish"):
         assert defs.resolve_job_def(job)
     assert defs.resolve_schedule_def("nightly_rebuild")
+
+
+def test_each_job_is_its_groups():
+    """A job's assets are its groups' (pipeline/groups.py): prepare's item stages, of which those
+    no benchmark partitions (contamination) also run with publish; every asset is in a job."""
+    graph = defs.resolve_asset_graph()
+
+    def grouped(*groups: str) -> set[dg.AssetKey]:
+        return {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
+
+    assert job_assets("prepare") == grouped(SOURCES, ITEMS)
+    assert job_assets("evaluate") == grouped(EVALUATE) == job_assets("evaluate", partitioned=True)
+    assert job_assets("scan") == grouped(CORPORA)
+    across = job_assets("prepare", partitioned=False)
+    assert {key.to_user_string() for key in across} == {"contamination"}
+    assert job_assets("publish") == grouped(WAREHOUSE) | across
+    assert set().union(*(job_assets(job) for job in ("prepare", "evaluate", "scan", "publish"))) == \
+        set(graph.get_all_asset_keys())
 
 
 def test_item_stages_are_partitioned_by_benchmark():
@@ -35,12 +56,12 @@ def test_item_stages_are_partitioned_by_benchmark():
     from pipeline import benchmarks
 
     graph = defs.resolve_asset_graph()
-    for name in ITEM_STAGES:
+    for name in item_stages():
         assert graph.get(dg.AssetKey(name)).partitions_def.get_partition_keys() == list(benchmarks.names()), name
     assert graph.get(dg.AssetKey("contamination")).partitions_def is None
     checks = {key.name: graph.get(key).partitions_def for key in graph.asset_check_keys}
     for name in ("rows_reconcile", "data_quality", "corrections_apply", "consistent_gold"):
-        assert checks[name] == graph.get(dg.AssetKey(ITEM_STAGES[0])).partitions_def, name
+        assert checks[name] == graph.get(dg.AssetKey("raw_items")).partitions_def, name
     for name in ("error_rate", "verdict_rate"):
         assert checks[name] == graph.get(dg.AssetKey("responses")).partitions_def, name
     responses = graph.get(dg.AssetKey("responses"))

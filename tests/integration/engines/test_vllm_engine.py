@@ -53,6 +53,10 @@ def test_tiny_model_inside_the_pipeline(workdir, monkeypatch):
     assert meta["output_tokens_per_s"] > 0
     scored = summary.metadata("scores", "wyweb|gemma3-270m")
     assert scored["scored"] == meta["prompts"]
+    same = run_pipeline(["wyweb"], ["gemma3-270m"], log=lambda _: None)
+    assert same.ok and not same.materializations and same.up_to_date   # nothing changed: no run at all
+    for file in (workdir / "lake" / "responses").rglob("*.parquet"):   # responses lost: rebuilt from the cache
+        file.unlink()
     rerun = run_pipeline(["wyweb"], ["gemma3-270m"], log=lambda _: None)
     assert rerun.metadata("responses", "wyweb|gemma3-270m")["prompts_sent"] == 0
 

@@ -150,15 +150,24 @@ def test_reliability_is_a_table_in_the_warehouse_and_markdown_in_the_ui(judged_r
 
 
 def test_a_rerun_sends_no_judge_call(judged_run):
-    _, _, server, _ = judged_run
+    """The same inputs again: no evaluate run at all. Judgements whose lake files are gone are
+    built again (with what follows them, not the responses), every verdict from the cache."""
+    *_, server, workdir = judged_run
     before = server.stats()["requests"]
+    partitions = [f"{bench}|{model}" for bench in ("wenmind", "fuxi") for model in ("oracle", "random")]
+    unchanged = run_pipeline(["wenmind", "fuxi"], ["oracle", "random"], log=lambda _: None)
+    assert unchanged.ok and not unchanged.materializations
+    assert {f"evaluate [{p}]" for p in partitions} <= set(unchanged.up_to_date)
+    for file in (workdir / "lake" / "judgements").rglob("*.parquet"):
+        file.unlink()
     again = run_pipeline(["wenmind", "fuxi"], ["oracle", "random"], log=lambda _: None)
     assert again.ok
-    for bench in ("wenmind", "fuxi"):
-        for model in ("oracle", "random"):
-            meta = again.metadata("judgements", f"{bench}|{model}")
-            assert meta["judge_calls_sent"] == 0 and meta["judge_calls"] >= meta["routed"] > 0
-            assert again.metadata("judge_reliability", f"{bench}|{model}")["judge_calls_sent"] == 0
+    for partition in partitions:
+        meta = again.metadata("judgements", partition)
+        assert meta["judge_calls_sent"] == 0 and meta["judge_calls"] >= meta["routed"] > 0
+        assert again.metadata("judge_reliability", partition)["judge_calls_sent"] == 0
+        with pytest.raises(KeyError):
+            again.metadata("responses", partition)
     assert server.stats()["requests"] == before
 
 

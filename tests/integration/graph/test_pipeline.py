@@ -132,9 +132,12 @@ def test_dedup_and_variants_in_the_warehouse(baseline_run):
         "traditional",)
 
 
-def test_rematerializing_sends_no_prompt_to_the_engine(baseline_run):
+def test_rematerializing_sends_no_prompt_to_the_engine(baseline_run, workdir):
+    """Responses whose lake files are gone are built again, every answer from the response cache."""
     first, _ = baseline_run
     assert first.metadata("responses", "aceval|oracle")["prompts_sent"] == 12
+    for file in (workdir / "lake" / "responses").rglob("*.parquet"):
+        file.unlink()
     second = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lambda _: None)
     assert second.ok
     for model in ("random", "oracle"):

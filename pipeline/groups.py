@@ -1,0 +1,17 @@
+"""The asset groups, named once. Every asset's decorator takes its group from here, and every job
+of pipeline/definitions.py selects its assets by group: an asset's group is where its job
+membership is written, and nowhere else.
+
+    SOURCES, ITEMS   the item stages (job `prepare`, one run per benchmark partition; what reads
+                     every benchmark at once, contamination, runs with `publish`)
+    EVALUATE         responses, judgements, scores, judge reliability (job `evaluate`, one run per
+                     benchmark x model partition)
+    CORPORA          a user corpus against every item (job `scan`, one run per corpus)
+    WAREHOUSE        the DuckDB warehouse and the score assets built on it (job `publish`)
+"""
+
+SOURCES = "sources"
+ITEMS = "items"
+EVALUATE = "evaluate"
+CORPORA = "corpora"
+WAREHOUSE = "warehouse"

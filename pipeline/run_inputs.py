@@ -1,0 +1,246 @@
+"""What each asset of a `wenheng run` is computed from, as one fingerprint per asset, recorded
+on the Dagster run that materializes it (the tag INPUTS_TAG): the runner launches no run whose
+assets' fingerprints are those their latest materializations recorded (pipeline/runner.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+INPUTS_TAG = "wenheng/inputs"   # JSON: asset -> the fingerprint of the inputs the run computed it from
+
+
+class Inputs:
+    """What each asset of a run is computed from, as one fingerprint per asset, recorded on the
+    Dagster run that materializes it (the tag INPUTS_TAG). An asset whose latest materialization
+    came from a run that recorded the fingerprint it has now, and whose output is still stored,
+    has nothing to do; nor has what follows it in the same run, unless something before it has.
+
+    Every fingerprint holds wenheng's code (each file of pipeline/, assets/, resources/, sql/ and
+    the extra card folders) and the settings that change outputs (_base). Besides:
+      prepare      the benchmark's sources entry, source files and corrections (source_fingerprints),
+                   the sources file's own keys (dedup, duplicates, quality), the variants and
+                   settings models.yaml asks
+      responses    the data version of the benchmark's prompts; of its items, what inference reads
+                   (content hash, task, format, metadata; the gold's hash only for an engine whose
+                   answers depend on it: the oracle); the model's name, identity, sampling, variants
+                   and settings: what the response cache keys hold
+      judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
+                   (golds included), the judge's configuration
+      scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
+                   always scanned), the latest materialization of the items
+      publish      per asset, the latest materialization of everything upstream of it outside the
+                   run, the sources file's own keys
+    and each asset's code version, as the loaded definitions state it.
+    An input that cannot be read leaves the fingerprint out: the asset runs, and reports it."""
+
+    def __init__(self, instance):
+        self.instance = instance
+        self._recorded: dict[str, dict[str, str]] = {}   # run id -> the fingerprints it recorded
+        self._cached: dict[Any, Any] = {}
+
+    def _once(self, key, compute: Callable[[], Any]) -> Any:
+        if key not in self._cached:
+            self._cached[key] = compute()
+        return self._cached[key]
+
+    def _base(self) -> str:
+        def compute() -> str:
+            from pipeline.settings import PROJECT_ROOT, settings
+
+            s = settings()
+            return _digest(_code_digest([PROJECT_ROOT / name for name in _CODE] + list(s.cards)),
+                           [str(s.lake), str(s.warehouse), str(s.history), s.limit, s.max_error_rate])
+        return self._once("base", compute)
+
+    def _specs(self) -> dict:
+        from pipeline import paths
+        from pipeline.config import load_models
+
+        return self._once("models", lambda: load_models(paths.models_file()))
+
+    def _sources(self, benchmark: str | None = None) -> list:
+        """The sources file as written: its own keys (dedup, duplicates, quality, ...) and, with
+        `benchmark`, that benchmark's entry (not the others')."""
+        import yaml
+
+        from pipeline import paths
+
+        data = yaml.safe_load(paths.sources_file().read_text(encoding="utf-8")) or {}
+        entries = data.get("benchmarks") or {}
+        return [{key: value for key, value in data.items() if key != "benchmarks"},
+                entries.get(benchmark) if benchmark else None]
+
+    def _versioned(self, prints: dict) -> dict:
+        """Each fingerprint with its asset's code version, as the loaded definitions state it."""
+        from pipeline.definitions import defs
+
+        graph = defs.resolve_asset_graph()
+        return {key: _digest(value, graph.get(key).code_version) for key, value in prints.items()}
+
+    def prepare(self, benchmark: str, keys) -> dict:
+        from pipeline import paths
+        from pipeline.sources.ingest import source_fingerprints
+
+        try:
+            source = source_fingerprints(paths.sources_file(), paths.corrections_dir(), [benchmark])[benchmark]
+            asked = sorted({_digest(list(spec.variants), spec.settings) for spec in self._specs().values()})
+            value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked)
+            return self._versioned(dict.fromkeys(keys, value))
+        except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
+            return {}
+
+    def evaluate(self, benchmark: str, model: str, keys) -> dict:
+        try:
+            prints = self._evaluate(benchmark, model)
+            return self._versioned({key: prints[key.to_user_string()] for key in keys
+                                    if key.to_user_string() in prints})
+        except Exception:  # noqa: BLE001 - as in prepare
+            return {}
+
+    def _evaluate(self, benchmark: str, model: str) -> dict[str, str]:
+        from pipeline import paths
+        from pipeline.config import load_judges
+        from pipeline.engines.registry import build_engine
+
+        specs = self._specs()
+        spec, identity = specs[model], build_engine(specs[model]).identity()
+        # the responses are what the response cache holds for their keys (pipeline.inference.plan):
+        # the model, its identity, each prompt and its sampling, and the gold where the answer
+        # depends on it (`reads_gold`: the oracle)
+        golds = bool(identity.get("reads_gold"))
+        asked = [model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)]
+        items = self.data_version("items", benchmark)
+        responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
+                            self._items_read(benchmark, golds, items), asked)
+        judge = load_judges(paths.models_file(), specs).get(benchmark)
+        judged = None if judge is None else [repr(judge), build_engine(specs[judge.model]).identity(),
+                                             specs[judge.model].sampling]
+        judgements = _digest(self._base(), "judgements", responses, items, judged)
+        scores = _digest(self._base(), "scores", responses, judgements, items)
+        return {"responses": responses, "judgements": judgements, "scores": scores,
+                "judge_reliability": _digest(self._base(), "judge_reliability", judgements, scores, items, judged)}
+
+    def _items_read(self, benchmark: str, golds: bool, version: str | None) -> str:
+        """A digest of what inference reads of the benchmark's items (pipeline.inference.plan)."""
+        import pandas as pd
+
+        from pipeline import paths
+        from pipeline.sources.digest import frame_digest
+        from resources.lake import partition_file
+
+        columns = ["item_id", "content_hash", "task", "format", "metadata"] + (["answer_hash"] if golds else [])
+        return self._once(("items", benchmark, golds, version), lambda: frame_digest(
+            pd.read_parquet(partition_file(paths.lake_dir(), "items", benchmark), columns=columns)))
+
+    def scan(self, corpus: str, keys) -> dict:
+        import dagster as dg
+
+        from pipeline import paths
+        from pipeline.contamination.corpora import is_url, load_corpora, shard_paths
+        from pipeline.settings import settings
+
+        try:
+            spec = load_corpora(paths.corpora_file(), paths.scanned_corpora_file())[corpus]
+            if any(is_url(path) for path in spec.paths):
+                return {}   # a remote corpus: its files are not listed before the scan
+            files = [(file, stat.st_size, stat.st_mtime_ns) for file in shard_paths(spec) for stat in [os.stat(file)]]
+            (items,) = self.instance.get_asset_records([dg.AssetKey("items")])
+            value = _digest(self._base(), "scan", spec.model_dump(), files, settings().scan_engine,
+                            items.asset_entry.last_materialization_storage_id)
+            return self._versioned(dict.fromkeys(keys, value))
+        except Exception:  # noqa: BLE001 - as in prepare
+            return {}
+
+    def publish(self, keys) -> dict:
+        import dagster as dg
+
+        from pipeline.definitions import defs
+
+        try:
+            graph = defs.resolve_asset_graph()
+            upstream = {key: dg.AssetSelection.assets(key).upstream().resolve(graph) - set(keys) for key in keys}
+            latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
+                      for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
+            sources = self._sources()   # dedup's parameters: contamination reads them
+            return self._versioned({key: _digest(self._base(), key.to_user_string(), sources, sorted(
+                (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys})
+        except Exception:  # noqa: BLE001 - as in prepare
+            return {}
+
+    def data_version(self, asset: str, partition_key) -> str | None:
+        import dagster as dg
+
+        record = self._latest(dg.AssetKey(asset), partition_key)
+        return None if record is None else record.asset_materialization.tags.get(_DATA_VERSION_TAG)
+
+    def up_to_date(self, keys, partition_key, prints: dict) -> set:
+        """The assets of `keys` built from the inputs `prints` says they have now, whose output is
+        still stored, with nothing upstream of them in `keys` left to do."""
+        from pipeline.definitions import defs
+
+        graph = defs.resolve_asset_graph()
+        stale = {key for key in keys
+                 if key not in prints or not self._built_from(graph, key, partition_key, prints[key])}
+        grown = stale
+        while grown:
+            grown = {key for key in set(keys) - stale if graph.get(key).parent_keys & stale}
+            stale |= grown
+        return set(keys) - stale
+
+    def _built_from(self, graph, key, partition_key, value: str) -> bool:
+        record = self._latest(key, partition_key)
+        if record is None:
+            return False
+        if record.run_id not in self._recorded:
+            run = self.instance.get_run_by_id(record.run_id)
+            try:
+                self._recorded[record.run_id] = json.loads(run.tags.get(INPUTS_TAG) or "{}") if run else {}
+            except ValueError:
+                self._recorded[record.run_id] = {}
+        return self._recorded[record.run_id].get(key.to_user_string()) == value and _stored(graph, key, partition_key)
+
+    def _latest(self, key, partition_key):
+        import dagster as dg
+
+        records = self.instance.fetch_materializations(dg.AssetRecordsFilter(
+            asset_key=key, asset_partitions=None if partition_key is None else [str(partition_key)]), limit=1).records
+        return records[0] if records else None
+
+
+_DATA_VERSION_TAG = "dagster/data_version"   # where Dagster keeps a materialization's data version
+_CODE = ("pipeline", "assets", "resources", "sql")   # wenheng's code, beside the extra card folders
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def _code_digest(roots: list[Path]) -> str:
+    """sha256 over each file under `roots` (its path and its bytes), compiled files left out."""
+    digest = hashlib.sha256()
+    for root in roots:
+        for path in sorted(root.rglob("*")) if root.is_dir() else []:
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _stored(graph, key, partition_key) -> bool:
+    """Whether the asset's output is where its readers look: its lake file (one per partition),
+    or the warehouse for the warehouse and the assets built on it."""
+    import dagster as dg
+
+    from pipeline import paths
+
+    if graph.get(key).io_manager_key != "lake":
+        return paths.warehouse_file().is_file()
+    partition = list(partition_key.keys_by_dimension.values()) if isinstance(partition_key, dg.MultiPartitionKey) \
+        else [] if partition_key is None else [partition_key]
+    parts = [*key.path, *partition]
+    return paths.lake_dir().joinpath(*parts[:-1], parts[-1] + ".parquet").is_file()

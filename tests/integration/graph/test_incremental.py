@@ -1,0 +1,114 @@
+"""`wenheng run` again after a change launches the runs the change calls for and no other: none on
+unchanged inputs, a re-score without the model after a corrected gold, the model asked again
+after a corrected question, every stage of a new model's partition."""
+
+from __future__ import annotations
+
+import shutil
+
+import dagster as dg
+import duckdb
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, write_yaml
+
+from pipeline.runner import RUN_TAG, run_pipeline
+
+# random's answers depend on the prompt only; the oracle's on the gold too (its cache keys hold it)
+BASELINES = """
+models:
+  random: {engine: baseline, strategy: random, seed: 0}
+  oracle: {engine: baseline, strategy: oracle}
+"""
+EVALUATED = {"responses", "judgements", "scores", "judge_reliability"}
+
+
+@pytest.fixture
+def built(workdir, monkeypatch):
+    """The AC-EVAL samples (copied, so a test can edit them) built once for both baselines."""
+    samples = workdir / "samples"
+    shutil.copytree(ROOT / "data" / "samples" / "aceval", samples)
+    (workdir / "corrections").mkdir()
+    monkeypatch.setenv("WENHENG_CORRECTIONS", str(workdir / "corrections"))
+    monkeypatch.setenv("WENHENG_SOURCES", str(write_yaml(
+        workdir / "sources.yaml", f"benchmarks:\n  aceval: {{path: {samples}, version: v1, evaluate: [dev, test]}}\n")))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    assert run_pipeline(["aceval"], ["random", "oracle"], log=lambda _: None).ok
+    return workdir
+
+
+def _run(models=("random", "oracle")):
+    """run_pipeline on aceval; returns its summary and its Dagster runs, (job, partition) -> assets."""
+    summary = run_pipeline(["aceval"], list(models), log=lambda _: None)
+    assert summary.ok
+    runs = dg.DagsterInstance.get().get_runs(filters=dg.RunsFilter(tags={RUN_TAG: summary.run_tag}))
+    return summary, {(run.job_name, run.tags.get("dagster/partition")):
+                     {key.to_user_string() for key in run.asset_selection or ()} for run in runs}
+
+
+def _materialized(summary, partition: str) -> set[str]:
+    return {m["asset"] for m in summary.materializations if m["partition"] == partition}
+
+
+def _correct(workdir, field: str, edit) -> str:
+    """A correction of `field` of the first dev item with a gold; returns the item's id."""
+    items = pd.read_parquet(workdir / "lake" / "items" / "aceval.parquet")
+    item = items[(items["split"] == "dev") & items["answer"].notna()].sort_values("item_id").iloc[0]
+    entry = {"item_id": item["item_id"], "field": field, "old": item[field], "new": edit(item[field]),
+             "reason": "test", "date": "2026-11-22"}
+    (workdir / "corrections" / f"{field}.yaml").write_text(
+        yaml.safe_dump({"corrections": [entry]}, allow_unicode=True), encoding="utf-8")
+    return item["item_id"]
+
+
+def test_unchanged_inputs_launch_no_run(built):
+    summary, runs = _run()
+    assert runs == {} and summary.materializations == []
+    assert summary.up_to_date == ["prepare [aceval]", "evaluate [aceval|random]", "evaluate [aceval|oracle]",
+                                  "publish"]
+
+
+def test_an_answer_correction_rescores_without_asking_the_model(built):
+    item_id = _correct(built, "answer", lambda old: "B" if old != "B" else "C")
+    summary, runs = _run()
+    # random's prompts and cache keys did not change: its evaluate run has no responses step
+    assert runs[("evaluate", "aceval|random")] == EVALUATED - {"responses"}
+    assert _materialized(summary, "aceval|random") == EVALUATED - {"responses"}
+    # the oracle answers the gold: asked again, for the corrected item alone
+    assert runs[("evaluate", "aceval|oracle")] == EVALUATED
+    assert summary.metadata("responses", "aceval|oracle")["prompts_sent"] == 1
+    assert set(runs) == {("prepare", "aceval"), ("evaluate", "aceval|random"), ("evaluate", "aceval|oracle"),
+                         ("publish", None)}
+    with duckdb.connect(str(built / "warehouse.duckdb"), read_only=True) as con:
+        gold, oracle = con.execute("""SELECT i.answer, s.score FROM items i JOIN scores s USING (item_id)
+            WHERE item_id = ? AND s.model = 'oracle' AND s.kind = 'rule'""", [item_id]).fetchone()
+        extracted, score = con.execute("""SELECT extracted, score FROM scores
+            WHERE item_id = ? AND model = 'random' AND kind = 'rule'""", [item_id]).fetchone()
+    assert gold in ("B", "C") and oracle == 1.0
+    assert score == float(extracted == gold)   # re-scored against the corrected gold
+    assert _run()[1] == {}   # and then nothing is left to do
+
+
+def test_a_changed_question_and_a_new_model_are_asked(built, monkeypatch):
+    _correct(built, "question", lambda old: old + "？")
+    summary, runs = _run()
+    for model in ("random", "oracle"):
+        assert runs[("evaluate", f"aceval|{model}")] == EVALUATED
+        assert summary.metadata("responses", f"aceval|{model}")["prompts_sent"] == 1
+    models = built / "models.yaml"
+    write_yaml(models, models.read_text(encoding="utf-8") + "  other: {engine: baseline, strategy: random, seed: 1}\n")
+    summary, runs = _run(["random", "oracle", "other"])
+    # the prompts do not change (the same variants and settings are asked): only the new partition
+    assert set(runs) == {("evaluate", "aceval|other"), ("publish", None)}
+    assert runs[("evaluate", "aceval|other")] == EVALUATED
+    assert summary.metadata("responses", "aceval|other")["prompts_sent"] == 12
+
+
+def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
+    """A key of the sources file outside the benchmark's entry (dedup's parameters) is an input of
+    the item stages too."""
+    sources = built / "sources.yaml"
+    write_yaml(sources, "dedup: {threshold: 0.9}\n" + sources.read_text(encoding="utf-8"))
+    summary, runs = _run()
+    assert ("prepare", "aceval") in runs and "prepare [aceval]" not in summary.up_to_date
