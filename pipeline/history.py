@@ -106,13 +106,8 @@ def record(con: duckdb.DuckDBPyConnection, history_dir: Path, scope: dict[str, s
                                         f"SELECT * FROM items WHERE {where}", params, now, stamp)
                 chosen = {m for (m,) in con.execute("SELECT DISTINCT model FROM responses WHERE benchmark = ?",
                                                     [bench]).fetchall()}
-            for model in sorted(chosen):
-                for table in ("response_history", "score_history"):
-                    source = _RECORDED[table]
-                    query = (f"SELECT t.* FROM {source} t WHERE t.benchmark = ? AND t.model = ? AND t.item_id IN "
-                             f"(SELECT item_id FROM items WHERE {where})")
-                    written += _record_part(con, history_dir, table, snap, model, query, [bench, model, *params],
-                                            now, stamp)
+            for table in ("response_history", "score_history"):
+                written += _record_models(con, history_dir, table, snap, sorted(chosen), where, params, now, stamp)
     if audit_changed or written:
         written += _record_audit(con, history_dir, now, stamp)
     return written
@@ -121,6 +116,50 @@ def record(con: duckdb.DuckDBPyConnection, history_dir: Path, scope: dict[str, s
 def _content_hash(con: duckdb.DuckDBPyConnection, query: str, params: list) -> tuple[int, str]:
     ((rows, total),) = con.execute(f"SELECT count(*), coalesce(sum(hash(q)), 0) FROM ({query}) q", params).fetchall()
     return rows, schema.stable_hash([rows, str(total)])[:12]
+
+
+def _record_models(con, history_dir: Path, table: str, snap: Snapshot, models: list[str], where: str,
+                   params: list, now: dt.datetime, stamp: str) -> list[str]:
+    """The responses (or scores) of each of `models` on a snapshot's items, as `_record_part` records
+    one model's: the content hashes of all of them in one grouped scan, then the rows of the models
+    whose latest recording differs in one more, split per model."""
+    if not models:
+        return []
+    source = _RECORDED[table]
+    chosen = "list_contains(?, t.model)"
+    query = (f"SELECT t.* FROM {source} t WHERE t.benchmark = ? AND {chosen} AND t.item_id IN "
+             f"(SELECT item_id FROM items WHERE {where})")
+    bench = params[0]
+    hashes = {m: (rows, schema.stable_hash([rows, str(total)])[:12]) for m, rows, total in con.execute(
+        f"SELECT model, count(*), coalesce(sum(hash(q)), 0) FROM ({query}) q GROUP BY model",
+        [bench, models, *params]).fetchall()}
+    todo: dict[str, tuple[Path, str]] = {}
+    for model in models:
+        rows, digest = hashes.get(model, (0, ""))
+        if rows == 0:
+            continue   # nothing computed for it (yet): an absence is not recorded
+        folder = history_dir / table / _safe(snap.benchmark) / _safe(snap.name) / _safe(model)
+        latest = max(folder.glob("*.parquet"), default=None) if folder.is_dir() else None
+        if latest is not None and latest.stem.rsplit("-", 1)[-1] == digest:
+            continue   # the same rows as last time
+        todo[model] = (folder, f"{stamp}-{digest}")
+    if not todo:
+        return []
+    rows_now = con.sql(query, params=[bench, sorted(todo), *params]).to_arrow_table()
+    # each model's rows, in the order the query gave them (a stable sort by model, then slices)
+    model = rows_now["model"]
+    if len(rows_now) > 1 and not pc.all(pc.greater_equal(model.slice(1), model.slice(0, len(model) - 1))).as_py():
+        rows_now = rows_now.take(pc.sort_indices(rows_now, [("model", "ascending")]))
+    offset, parts = 0, {}
+    for item in pc.value_counts(rows_now["model"]).to_pylist():
+        parts[item["values"]] = rows_now.slice(offset, item["counts"])
+        offset += item["counts"]
+    written = []
+    for model, (folder, recording) in todo.items():
+        extra = {"snapshot": snap.name, "version": snap.version, "corrections": snap.corrections,
+                 "recorded_at": now, "recording": recording}
+        written.append(_write(parts[model], TABLES[table], extra, folder / f"{recording}.parquet"))
+    return written
 
 
 def _record_part(con, history_dir: Path, table: str, snap: Snapshot, part: str, query: str, params: list,
@@ -175,7 +214,7 @@ def _write(table: pa.Table, target_schema: pa.Schema, extra: dict, path: Path) -
     """Written under a temporary name, then renamed: a history file is whole or absent."""
     for name, value in extra.items():
         column = value if isinstance(value, (pa.Array, pa.ChunkedArray)) else \
-            pa.array([value] * len(table), type=target_schema.field(name).type)
+            pa.repeat(pa.scalar(value, type=target_schema.field(name).type), len(table))
         table = table.append_column(name, column.cast(target_schema.field(name).type))
     table = table.select(target_schema.names).cast(target_schema)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.aggregate.coverage import _groupable
-from pipeline.aggregate.metrics import _isnan, metric
+from pipeline.aggregate.metrics import _accuracy_stats, metric
 from pipeline.aggregate.spec import CLUSTER_COLUMNS
 
 REPLICATES = 1000
@@ -63,17 +63,45 @@ class Cell:
 
 def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
     m = metric(metric_name)
-    # a unit's statistics read its score and details only: those two, not the whole row as a dict
-    rows = [(uid, m.stats({"unit_id": uid, "score": score, "details": details}))
-            for uid, score, details in zip(units["unit_id"], units["score"], units["details"])
-            if score is not None and not _isnan(score)]
-    rows = [(uid, s) for uid, s in rows if s is not None]
     n_items = len(units)
-    if not rows:
+    # the scored units: a score that is neither None nor nan
+    scored = units["score"].notna().to_numpy(dtype=bool)
+    ids = units["unit_id"].to_numpy()[scored]
+    if m.stats is _accuracy_stats:   # [score, 1] each: the columns at once
+        stats = np.empty((len(ids), 2), dtype=np.float64)
+        stats[:, 0] = units["score"].to_numpy()[scored]
+        stats[:, 1] = 1.0
+    else:
+        # a unit's statistics read its score and details only: those two, not the whole row as a dict
+        rows = [(uid, m.stats({"unit_id": uid, "score": score, "details": details}))
+                for uid, score, details in zip(ids, units["score"].to_numpy()[scored],
+                                               units["details"].to_numpy()[scored])]
+        rows = [(uid, s) for uid, s in rows if s is not None]
+        ids = [uid for uid, _ in rows]
+        stats = np.array([s for _, s in rows], dtype=np.float64) if rows else None   # (n, k)
+    if not len(ids):
         return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, 0)
-    stats = np.array([s for _, s in rows], dtype=np.float64)          # (n, k)
-    w = np.stack([weights[uid] for uid, _ in rows])                    # (n, B)
-    return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(stats.T @ w), dtype=float), n_items, len(rows))
+    w = weights.rows(ids) if isinstance(weights, Weights) else np.stack([weights[uid] for uid in ids])   # (n, B)
+    return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(stats.T @ w), dtype=float), n_items, len(ids))
+
+
+class Weights(dict):
+    """unit id -> its weights (a row of `matrix`), which also gives the rows of many ids at once."""
+
+    def __init__(self, matrix: np.ndarray, row: dict[str, int]) -> None:
+        super().__init__((uid, matrix[i]) for uid, i in row.items())
+        self.matrix = matrix
+        self.row = row
+
+    def rows(self, ids) -> np.ndarray:
+        """(len(ids), replicates): what stacking each id's weights gives."""
+        return self.matrix[[self.row[uid] for uid in ids]]
+
+    def counts(self) -> np.ndarray:
+        """`matrix` as the small integers it holds (a draw is at most len(_POISSON_CDF)): uint8."""
+        if not hasattr(self, "_counts"):
+            self._counts = self.matrix.astype(np.uint8)
+        return self._counts
 
 
 def compute_cell(units: pd.DataFrame, mean_of: Sequence[str], leaf_metric: Callable[[pd.DataFrame], str],
@@ -118,8 +146,8 @@ def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> dict[str, n
     for gid, first in units.dropna(subset=["group"]).groupby("group", sort=True)["unit_id"].first().items():
         key[f"group:{gid}"] = key[first] if key[first] != first else f"group:{gid}"
     draws = sorted(set(key.values()))
-    drawn = dict(zip(draws, poisson_weights(draws)))
-    return {uid: drawn[k] for uid, k in key.items()}
+    index = {k: i for i, k in enumerate(draws)}
+    return Weights(poisson_weights(draws), {uid: index[k] for uid, k in key.items()})
 
 
 def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:

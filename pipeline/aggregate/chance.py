@@ -20,21 +20,43 @@ def unit_chance(tables: CardTables, units: pd.DataFrame) -> tuple[list[float | N
     whole: list[float | None] = []
     each: list[float | None] = []
 
+    typed = False   # whether a column holds booleans: then the values' types are part of the key
+
     def column(name: str) -> list[Any]:
-        return list(units[name]) if name in units else [None] * len(units)
-    for task, fmt, options, questions, labels in zip(column("task"), column("format"), column("n_options"),
-                                                      column("n_questions"), column("n_labels")):
-        rule = tables.chance.get(task) or tables.chance.get(fmt) or tables.chance.get("default") or "none"
-        k = _number(options if rule == "options" else labels if rule == "labels" else None)
-        if not k or k < 1:
-            whole.append(None)
-            each.append(None)
-            continue
-        asked = _number(questions) if rule == "options" else 1.0
-        asked = asked if asked and asked >= 1 else 1.0
-        each.append(1.0 / k)
-        whole.append((1.0 / k) ** asked)
+        nonlocal typed
+        if name not in units:
+            return [None] * len(units)
+        values = units[name]
+        typed = typed or pd.api.types.infer_dtype(values, skipna=True) not in (
+            "string", "integer", "floating", "mixed-integer-float", "empty")
+        return list(values.astype(object).where(values.notna(), None))   # a nan reads as None
+    # the same inputs, the same levels: each distinct one computed once
+    known: dict[tuple, tuple[float | None, float | None]] = {}
+    columns = [column(c) for c in ("task", "format", "n_options", "n_questions", "n_labels")]
+    for values in zip(*columns):
+        key = (*values, *map(type, values)) if typed else values
+        try:
+            levels = known.get(key)
+        except TypeError:   # an unhashable value
+            levels, key = None, None
+        if levels is None:
+            levels = _levels(tables, *values)
+            if key is not None:
+                known[key] = levels
+        whole.append(levels[0])
+        each.append(levels[1])
     return whole, each
+
+
+def _levels(tables: CardTables, task, fmt, options, questions, labels) -> tuple[float | None, float | None]:
+    """One unit's chance levels: (whole, each)."""
+    rule = tables.chance.get(task) or tables.chance.get(fmt) or tables.chance.get("default") or "none"
+    k = _number(options if rule == "options" else labels if rule == "labels" else None)
+    if not k or k < 1:
+        return None, None
+    asked = _number(questions) if rule == "options" else 1.0
+    asked = asked if asked and asked >= 1 else 1.0
+    return (1.0 / k) ** asked, 1.0 / k
 
 
 def chance_of(units: pd.DataFrame, mean_of: Sequence[str], column: str,
@@ -43,10 +65,17 @@ def chance_of(units: pd.DataFrame, mean_of: Sequence[str], column: str,
     `mean_of` the unweighted mean of its groups' chance levels (recursively), like the score.
     None when any item (or group) has none."""
     if not mean_of:
-        asked = units[units["not_asked"].isna()] if "not_asked" in units else units
-        values = [_number(v) for v in asked[column]] if column in asked else []
-        if not values or any(v is None for v in values):
+        if column not in units:
             return None
+        asked = units[column][units["not_asked"].isna()] if "not_asked" in units else units[column]
+        if asked.dtype == np.float64:   # unit_chance's, as paper_tables keeps them: nan for none
+            values = asked.to_numpy()
+            if not len(values) or np.isnan(values).any():
+                return None
+        else:
+            values = [_number(v) for v in asked]
+            if not values or any(v is None for v in values):
+                return None
         return 100.0 * float(np.mean(values))
     expected = expected or {}
     groups = dict(list(_groupable(units, mean_of[0]).groupby(mean_of[0], sort=True, dropna=False)))

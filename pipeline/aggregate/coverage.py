@@ -12,7 +12,6 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.aggregate.metrics import _isnan
 from pipeline.aggregate.spec import QUARANTINED, CardTables
 
 
@@ -121,22 +120,22 @@ def provenance(units: pd.DataFrame) -> tuple[str | None, bool, str | None]:
     prompts)"). A row is not comparable when any of its units is one the paper scored with an LLM
     judge (`paper_judge`) and it was scored here by rules or by the bundled demo judge
     (`demo_judge`), or was not judged at all; the number stays, marked."""
-    scored = units[pd.Series([s is not None and not _isnan(s) for s in units["score"]], index=units.index,
-                             dtype=bool)]
-    scored_by = ", ".join(sorted({str(x) for x in scored["scored_by"] if x})) or None
-    judged_in_paper = units[units["paper_judge"].fillna(False).astype(bool)]
-    if judged_in_paper.empty:
+    # columns, not the frame: filtering every column of a run's units is most of the cost
+    scored = units["score"].notna()   # neither None nor nan
+    scored_by = ", ".join(sorted({str(x) for x in units["scored_by"][scored] if x})) or None
+    in_paper = units["paper_judge"].fillna(False).astype(bool)
+    if not in_paper.any():
         return scored_by, True, None
-    by = judged_in_paper["scored_by"].fillna("")
+    by = units["scored_by"][in_paper].fillna("")
     judged = by.str.startswith("judge ")
-    demo = judged & judged_in_paper["demo_judge"].fillna(False).astype(bool)
+    demo = judged & units["demo_judge"][in_paper].fillna(False).astype(bool)
     if not judged.any():
-        scored_n = int(units["score"].map(lambda s: s is not None and not _isnan(s)).sum())
+        scored_n = int(scored.sum())
         return scored_by, False, (f"not comparable to the paper: its LLM-judged items have no judge here "
                                   f"(rule-scored items only: {scored_n:,}/{len(units):,})")
     if demo.any():
         return scored_by, False, "not comparable to the paper: judged by the bundled demo judge"
     if (~judged).any():
         return scored_by, False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
-                                  f"{len(judged_in_paper):,} LLM-judged items have no judge verdict")
+                                  f"{len(by):,} LLM-judged items have no judge verdict")
     return scored_by, True, None

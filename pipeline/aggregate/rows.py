@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from pipeline import schema
-from pipeline.aggregate.bootstrap import clusters_note, compute_cell, unit_weights
+from pipeline.aggregate.bootstrap import REPLICATES, Cell, Weights, clusters_note, compute_cell, unit_weights
 from pipeline.aggregate.chance import chance_of, unit_chance
-from pipeline.aggregate.coverage import card_notes, left_out_notes, provenance
-from pipeline.aggregate.metrics import _isnan, _number
+from pipeline.aggregate.coverage import _groupable, card_notes, left_out_notes, provenance
+from pipeline.aggregate.metrics import _accuracy_stats, _isnan, _number, metric
 from pipeline.aggregate.spec import CLUSTER_COLUMNS, CardTables, TableSpec
 
 
@@ -112,20 +112,25 @@ def _cell_rows(tables: CardTables, spec: TableSpec, cell: dict[str, Any], part: 
         result = compute_cell(part, mean_of, _leaf_metric_for(tables, metric_name), weights, spec.where)
         chance = chance_of(part, mean_of, "chance_each" if (metric_name or "").startswith("detail:")
                            else "chance", spec.where)
-        notes = [f"no scored items in: {', '.join(result.unscored)}" if result.unscored else None,
-                 *covered_notes, why, clustered]
-        shown = metric_name or "mean"
-        low, high = (np.nanpercentile(result.replicates, [2.5, 97.5])
-                     if np.isfinite(result.replicates).any() else (math.nan, math.nan))
-        rows.append(head | {
-            "metric": shown,
-            "score": _none(result.value), "ci_low": _none(low), "ci_high": _none(high),
-            "chance": _none(chance), "n_items": result.n_items, "n_scored": result.n_scored,
-            "note": "; ".join(n for n in notes if n) or None,
-            "coverage": result.n_scored / result.n_items if result.n_items else None,
-            "headline": spec.headline, "scored_by": scored_by, "comparable": comparable,
-        } | ({"replicates": result.replicates} if replicates else {}))
+        rows.append(_row(head, spec, metric_name, result, chance, [*covered_notes, why, clustered], scored_by,
+                         comparable, replicates))
     return rows
+
+
+def _row(head: dict[str, Any], spec: TableSpec, metric_name: str | None, result: Cell, chance: float | None,
+         notes: list[str | None], scored_by: str | None, comparable: bool, replicates: bool) -> dict[str, Any]:
+    notes = [f"no scored items in: {', '.join(result.unscored)}" if result.unscored else None, *notes]
+    shown = metric_name or "mean"
+    low, high = (np.nanpercentile(result.replicates, [2.5, 97.5])
+                 if np.isfinite(result.replicates).any() else (math.nan, math.nan))
+    return head | {
+        "metric": shown,
+        "score": _none(result.value), "ci_low": _none(low), "ci_high": _none(high),
+        "chance": _none(chance), "n_items": result.n_items, "n_scored": result.n_scored,
+        "note": "; ".join(n for n in notes if n) or None,
+        "coverage": result.n_scored / result.n_items if result.n_items else None,
+        "headline": spec.headline, "scored_by": scored_by, "comparable": comparable,
+    } | ({"replicates": result.replicates} if replicates else {})
 
 
 def _none(x: float) -> float | None:
@@ -148,13 +153,204 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
         if column not in units:
             units[column] = False
     units["not_asked"] = units["not_asked"].astype(object).where(units["not_asked"].notna(), None)
-    units["chance"], units["chance_each"] = unit_chance(tables, units)
+    # nan for none: chance_of then reads a row's levels as one array
+    units["chance"], units["chance_each"] = (np.array([math.nan if c is None else c for c in levels], dtype=np.float64)
+                                             for levels in unit_chance(tables, units))
     weights = unit_weights(units, tables.cluster)
+    planned = _plannable(tables) and isinstance(weights, Weights)
+    plans: list[_Plan] = []
     rows = []
     for keys, part in units.groupby(RUN_KEYS, sort=True, dropna=False):
         run = dict(zip(RUN_KEYS, keys)) | {"capped": bool(part["capped"].fillna(False).any())}
-        rows += [run | row for row in table_rows(tables, part, benchmark, weights, replicates)]
+        if planned:
+            part = part.reset_index(drop=True)
+            plan = _plan_for(plans, tables, part, benchmark, weights)
+            rows += [run | row for row in plan.rows(tables, part, weights, replicates)]
+        else:
+            rows += [run | row for row in table_rows(tables, part, benchmark, weights, replicates)]
     return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS + (["replicates"] if replicates else []))
+
+
+# ---- every run of a benchmark at the cost of one ------------------------------------------------
+#
+# A benchmark's runs (model x variant x setting) cover the same units: which units each table
+# cell covers, how they nest, their chance levels and notes are the same for all of them; only
+# the scores (and who scored them) differ. A plan, built from the first run of a structure,
+# holds the former; each run then computes from its scores what table_rows computes (the same
+# arithmetic in the same order: the same numbers), while a cell of grouped units (which read the
+# scores) is computed by table_rows' own code.
+
+# what differs between runs of one structure
+_PER_RUN = ("score", "details", "scored_by", "paper_judge", "demo_judge", "capped", "model", "variant", "setting")
+
+
+def _plannable(tables: CardTables) -> bool:
+    """Whether no table selects or nests by a column that differs between runs."""
+    used = set()
+    for spec in tables.tables:
+        used |= set(spec.where) | set(spec.mean_of) | ({spec.rows} if spec.rows else set())
+        for cell in spec.cells.values():
+            used |= set(cell.get("where") or {}) | set(cell.get("mean_of") or ())
+    return not used & set(_PER_RUN)
+
+
+def _structure(part: pd.DataFrame) -> pd.DataFrame:
+    return part.drop(columns=[c for c in _PER_RUN if c in part])
+
+
+class _Leaf:
+    def __init__(self, pos: np.ndarray, metric_name: str, n_items: int) -> None:
+        self.pos, self.metric_name, self.n_items = pos, metric_name, n_items
+        self.accuracy = metric(metric_name).stats is _accuracy_stats
+
+
+class _Node:
+    def __init__(self, groups: list[str], children: list, ungrouped: int) -> None:
+        self.groups, self.children, self.ungrouped = groups, children, ungrouped
+
+
+def _plan_cell(units: pd.DataFrame, mean_of: tuple[str, ...], leaf_metric: Callable[[pd.DataFrame], str],
+               expected: dict[str, list[Any]] | None):
+    """compute_cell's nesting of a cell's units (`_pos`: their rows in the run)."""
+    if not mean_of:
+        return _Leaf(units["_pos"].to_numpy(), leaf_metric(units), len(units))
+    expected = expected or {}
+    grouped = _groupable(units, mean_of[0])
+    groups = dict(list(grouped.groupby(mean_of[0], sort=True, dropna=False)))
+    for value in expected.get(mean_of[0], []):
+        groups.setdefault(value, units.iloc[0:0])
+    return _Node([str(g) for g in groups], [_plan_cell(part, mean_of[1:], leaf_metric, expected)
+                                            for part in groups.values()], len(units) - len(grouped))
+
+
+class _Scores:
+    """One run's scores, as the plan reads them."""
+
+    def __init__(self, part: pd.DataFrame, draw_rows: np.ndarray) -> None:
+        self.part = part
+        self.score = part["score"].to_numpy(dtype=np.float64, na_value=math.nan)
+        self.scored = ~np.isnan(self.score)   # neither None nor nan, as compute_cell counts them
+        self.zero_one = bool(np.all((self.score[self.scored] == 0) | (self.score[self.scored] == 1)))
+        self.draw_rows = draw_rows
+        # provenance's columns, for the whole run at once
+        self.scored_by = part["scored_by"].to_numpy()
+        self.in_paper = part["paper_judge"].fillna(False).astype(bool).to_numpy()
+        # (each distinct scorer once)
+        codes, scorers = pd.factorize(part["scored_by"].fillna(""))
+        self.judged = pd.Series(scorers).str.startswith("judge ").to_numpy()[codes] if len(codes) else \
+            np.zeros(0, dtype=bool)
+        self.demo = part["demo_judge"].fillna(False).astype(bool).to_numpy()
+
+
+def _evaluate(tree, run: _Scores, weights: Weights) -> Cell:
+    if isinstance(tree, _Node):   # compute_cell's mean over groups
+        children = [_evaluate(child, run, weights) for child in tree.children]
+        n_items = sum(c.n_items for c in children) + tree.ungrouped
+        n_scored = sum(c.n_scored for c in children)
+        unscored = tuple(g for g, c in zip(tree.groups, children) if c.n_scored == 0)
+        if not children or unscored:
+            return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, n_scored, unscored)
+        return Cell(float(np.mean([c.value for c in children])),
+                    np.mean(np.stack([c.replicates for c in children]), axis=0), n_items, n_scored)
+    if not (tree.accuracy and run.zero_one):
+        return compute_cell(run.part.iloc[tree.pos], (), lambda _: tree.metric_name, weights)
+    # accuracy of scores 0 or 1: the statistics [score, 1] and the weights are small integers, so
+    # their weighted sums (_leaf's stats.T @ w) are exact integers whatever the order they are
+    # summed in: summed here as integers (the weights of the units right, and of the others)
+    pos = tree.pos[run.scored[tree.pos]]
+    if not len(pos):
+        return Cell(math.nan, np.full(REPLICATES, math.nan), tree.n_items, 0)
+    stats = np.empty((len(pos), 2), dtype=np.float64)
+    stats[:, 0] = run.score[pos]
+    stats[:, 1] = 1.0
+    counts, right = weights.counts(), stats[:, 0] == 1
+    total = np.uint16 if len(pos) * 16 < 2 ** 16 else np.uint64   # no sum overflows it
+    sums = np.stack([counts[run.draw_rows[pos[right]]].sum(axis=0, dtype=total),
+                     counts[run.draw_rows[pos[~right]]].sum(axis=0, dtype=total)])
+    sums[1] += sums[0]
+    sums = sums.astype(np.float64)
+    m = metric(tree.metric_name)
+    return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(sums), dtype=float), tree.n_items, len(pos))
+
+
+class _Plan:
+    def __init__(self, tables: CardTables, part: pd.DataFrame, benchmark: str, weights: Weights) -> None:
+        self.structure = _structure(part)
+        self.draw_rows = np.array([weights.row[u] for u in part["unit_id"]], dtype=np.intp)
+        self.not_asked = part["not_asked"].isna().to_numpy()
+        units = part.assign(_pos=np.arange(len(part)))
+        self.cells = []
+        for spec in tables.tables:
+            covered = _select(units, spec.where)
+            for order_index, (label, cell) in enumerate(_cells(tables, spec, covered)):
+                chosen = _select(covered, cell.get("where", {}))
+                head = {"benchmark": benchmark, "table_name": spec.name, "title": spec.title,
+                        "row_order": order_index, "row_label": label}
+                pos = chosen["_pos"].to_numpy()
+                if cell.get("unit") == "group":   # grouped units read the scores: table_rows' code
+                    self.cells.append((spec, cell, head, pos, None))
+                    continue
+                asked = chosen[chosen["not_asked"].isna()]
+                mean_of = tuple(cell.get("mean_of", spec.mean_of))
+                metrics = []
+                for metric_name in _metric_names(tables, spec, cell, chosen):
+                    tree = _plan_cell(chosen, mean_of, _leaf_metric_for(tables, metric_name), spec.where)
+                    chance = chance_of(chosen, mean_of, "chance_each" if (metric_name or "").startswith("detail:")
+                                       else "chance", spec.where)
+                    metrics.append((metric_name, tree, chance))
+                fixed = {"asked": asked["_pos"].to_numpy(), "clustered": clusters_note(asked, tables.cluster),
+                         "covered_notes": left_out_notes(chosen) + card_notes(tables, chosen), "metrics": metrics}
+                self.cells.append((spec, cell, head, pos, fixed))
+
+    def fits(self, part: pd.DataFrame) -> bool:
+        return self.structure.equals(_structure(part))
+
+    def rows(self, tables: CardTables, part: pd.DataFrame, weights: Weights,
+             replicates: bool) -> list[dict[str, Any]]:
+        """table_rows(tables, part, ...) of a run of this structure."""
+        run = _Scores(part, self.draw_rows)
+        out = []
+        for spec, cell, head, pos, fixed in self.cells:
+            if fixed is None:
+                out += _cell_rows(tables, spec, cell, _group_units(part.iloc[pos]), weights, replicates, head)
+                continue
+            scored_by, comparable, why = _provenance(part, run, fixed["asked"])
+            for metric_name, tree, chance in fixed["metrics"]:
+                out.append(_row(head, spec, metric_name, _evaluate(tree, run, weights), chance,
+                                [*fixed["covered_notes"], why, fixed["clustered"]], scored_by, comparable,
+                                replicates))
+        return out
+
+
+def _plan_for(plans: list[_Plan], tables: CardTables, part: pd.DataFrame, benchmark: str,
+              weights: Weights) -> _Plan:
+    for plan in plans:
+        if plan.fits(part):
+            return plan
+    plans.append(_Plan(tables, part, benchmark, weights))
+    return plans[-1]
+
+
+def _provenance(part: pd.DataFrame, run: _Scores, asked: np.ndarray) -> tuple[str | None, bool, str | None]:
+    """provenance() of the run's units at `asked`, from its columns computed once per run."""
+    if run.judged.dtype != bool:   # a scorer that is not a string: provenance() itself
+        return provenance(part.iloc[asked])
+    scored = run.scored[asked]
+    scored_by = ", ".join(sorted({str(x) for x in pd.unique(run.scored_by[asked[scored]]) if x})) or None
+    in_paper = run.in_paper[asked]
+    if not in_paper.any():
+        return scored_by, True, None
+    judged = run.judged[asked][in_paper]
+    demo = judged & run.demo[asked][in_paper]
+    if not judged.any():
+        return scored_by, False, (f"not comparable to the paper: its LLM-judged items have no judge here "
+                                  f"(rule-scored items only: {int(scored.sum()):,}/{len(asked):,})")
+    if demo.any():
+        return scored_by, False, "not comparable to the paper: judged by the bundled demo judge"
+    if (~judged).any():
+        return scored_by, False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
+                                  f"{len(judged):,} LLM-judged items have no judge verdict")
+    return scored_by, True, None
 
 
 # paper_tables' columns, declared in pipeline/schema.py (RUN_KEYS first)

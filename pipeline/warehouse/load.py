@@ -48,6 +48,9 @@ TABLE_PARTITIONS: dict[str, tuple[str, ...]] = {"corpus_overlap": ("corpus",), "
 CURRENT_ONLY = {"responses": "of_current_prompts", "scores": "of_current_responses",
                 "judgements": "of_current_responses"}
 FILTERED_BY = {"responses": "prompts", "scores": "responses", "judgements": "responses"}
+# the partition columns each filter matches on (its rows' own with the filtering table's): a file's
+# values of those cut the filtering table before the match, which then reads a part of it
+MATCHED_ON = {"responses": (), "scores": ("model",), "judgements": ("model",)}
 
 
 def partition_columns(table: str) -> tuple[str, ...]:
@@ -171,18 +174,39 @@ def reload(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, 
     if gone:
         con.execute("DELETE FROM _published WHERE table_name = ? AND list_contains(?, path)", [table, gone])
     files = [p for p in parts if any(_covers(k, p.key) for k in keys)]
-    for one in files:
-        _insert(con, table, table_schema, one)
+    _insert_many(con, table, table_schema, files)
     if files:   # a few rows: parameters, no frame to register
         con.executemany("INSERT INTO _published VALUES (?, ?, ?, ?, ?)",
                         [(table, p.path, p.size, p.mtime_ns, json.dumps(p.key)) for p in files])
 
 
-def _insert(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, one: Part) -> None:
-    """A file's rows: those of its key only (a partition file holds its partition's rows), and for
-    responses, scores and judgements only those of the current prompts; a column the file lacks
-    or leaves null takes its schema.LOAD_DEFAULTS value, if it has one."""
-    present = set(pq.read_schema(one.path).names)
+def _insert_many(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, files: list[Part]) -> None:
+    """The files' rows (as `_insert` takes each file's), in one statement per set of files with the
+    same columns and key columns: one scan of many files, not a statement per file."""
+    batches: dict[tuple, list[Part]] = {}
+    for one in files:
+        (own,) = normalize({one.key}, table_schema)
+        present = tuple(sorted(pq.read_schema(one.path).names))
+        batches.setdefault((present, tuple(c for c, _ in own)), []).append(one)
+    for (present, key_columns), batch in batches.items():
+        if len(batch) == 1:
+            _insert(con, table, table_schema, batch[0])
+            continue
+        # each file's rows of its own key only: the scan joined with (file, key values)
+        pairs = ", ".join("(" + ", ".join(literal(v) for v in [one.path, *(v for _, v in normalize(
+            {one.key}, table_schema).pop())]) + ")" for one in batch)
+        names = ["_file", *(f"_k{i}" for i in range(len(key_columns)))]
+        on = " AND ".join(["f.filename = k._file", *(f'f."{c}" = k._k{i}' for i, c in enumerate(key_columns))])
+        scan = (f"(SELECT f.* EXCLUDE (filename) FROM read_parquet(?, filename = true, union_by_name = true) f "
+                f"JOIN (VALUES {pairs}) k({', '.join(names)}) ON {on})")
+        cuts = {_cut(table, one.key) for one in batch} if table in CURRENT_ONLY else set()
+        # a few partitions: the filtering table's rows of those; many: all of it (one hash table)
+        _insert_query(con, table, table_schema, set(present), scan, where(cuts) if len(cuts) <= 8 else "true",
+                      [[one.path for one in batch]])
+
+
+def _insert_query(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, present: set[str],
+                  scan: str, key: str, params: list) -> None:
     defaults = schema.LOAD_DEFAULTS.get(table, {})
     columns = []
     for name in table_schema.names:
@@ -191,7 +215,22 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema,
             columns.append(f'coalesce("{name}", {value}) AS "{name}"' if name in present else f'{value} AS "{name}"')
         elif name in present:
             columns.append(f'"{name}"')
+    source = f"(SELECT {', '.join(columns)} FROM {scan})"
+    query = template(CURRENT_ONLY[table], src=source, key=key) if table in CURRENT_ONLY else f"SELECT * FROM {source}"
+    con.execute(f"INSERT INTO {table} BY NAME {query}", params)
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, table_schema: pa.Schema, one: Part) -> None:
+    """A file's rows: those of its key only (a partition file holds its partition's rows), and for
+    responses, scores and judgements only those of the current prompts; a column the file lacks
+    or leaves null takes its schema.LOAD_DEFAULTS value, if it has one."""
+    present = set(pq.read_schema(one.path).names)
     (own,) = normalize({one.key}, table_schema)
-    source = f"(SELECT {', '.join(columns)} FROM read_parquet(?) WHERE {where([own])})"
-    query = template(CURRENT_ONLY[table], src=source) if table in CURRENT_ONLY else f"SELECT * FROM {source}"
-    con.execute(f"INSERT INTO {table} BY NAME {query}", [one.path])
+    cut = _cut(table, one.key) if table in CURRENT_ONLY else ()
+    _insert_query(con, table, table_schema, present, f"read_parquet(?) WHERE {where([own])}", where([cut]),
+                  [one.path])
+
+
+def _cut(table: str, key: Key) -> Key:
+    """The part of a file's key its filter matches on anyway (MATCHED_ON)."""
+    return tuple((c, v) for c, v in key if c in MATCHED_ON[table])

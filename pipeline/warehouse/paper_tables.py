@@ -12,7 +12,7 @@ import pyarrow as pa
 from pipeline import aggregate, schema
 from pipeline.benchmarks import cards
 from pipeline.warehouse.sqltext import Key, casts, identifier, literal, run_derived, template, where
-from pipeline.warehouse.units import build_quarantine_placed, chunks, paper_judge_tasks, units, units_digests
+from pipeline.warehouse.units import build_quarantine_placed, chunks, drop_kept, kept, kept_units, paper_judge_tasks
 
 Scope = dict[str, set[str] | None]   # benchmark -> its models to recompute (None: all of them)
 
@@ -59,14 +59,18 @@ def _benchmark_rows(con: duckdb.DuckDBPyConnection, name: str, bench, tables: ag
                                             [name]).fetchall()} | set(before)
     frames, redone, digests = [], [], []
     # a few models at a time: one model's units are all its rows need, and memory stays bounded
-    for chunk in chunks(sorted(models)):
-        now = units_digests(con, chunk, params)
-        chunk = [m for m in chunk if whole or now.get(m) != before.get(m)]
-        redone += [(("benchmark", name), ("model", m)) for m in chunk]
-        digests += [(name, m, now[m]) for m in chunk if m in now]
-        found = units(con, chunk, params) if chunk else None
-        if found is not None and not found.empty:
-            frames.append(aggregate.paper_tables(tables, name, found))
+    # (the units computed once: their digests, then those of the runs to recompute read back)
+    try:
+        for chunk in chunks(sorted(models)):
+            now = kept_units(con, chunk, params)
+            chunk = [m for m in chunk if whole or now.get(m) != before.get(m)]
+            redone += [(("benchmark", name), ("model", m)) for m in chunk]
+            digests += [(name, m, now[m]) for m in chunk if m in now]
+            found = kept(con, chunk) if chunk else None
+            if found is not None and not found.empty:
+                frames.append(aggregate.paper_tables(tables, name, found))
+    finally:
+        drop_kept(con)
     return frames, redone, digests
 
 

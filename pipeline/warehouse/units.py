@@ -31,7 +31,28 @@ def chunks(models: list[str]) -> list[list[str]]:
 def units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> pd.DataFrame:
     """The units of these models' runs of a benchmark, as aggregate.paper_tables takes them."""
     placed_or_empty(con)
-    frame = con.execute(units_sql(models), params).df()
+    return _frame(con.execute(units_sql(models), params).df())
+
+
+def kept_units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> dict[str, str]:
+    """The units of these models' runs computed once, into the temporary table `_kept_units`:
+    returns units_digests(con, models, params), and `kept` reads the units of some of them."""
+    placed_or_empty(con)
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _kept_units AS {units_sql(models)}", params)
+    return dict(con.execute("SELECT model, count(*) || ':' || sum(hash(u)) FROM _kept_units u GROUP BY model")
+                .fetchall())
+
+
+def kept(con: duckdb.DuckDBPyConnection, models: list[str]) -> pd.DataFrame:
+    """units(con, models, params) of models among those kept_units last kept."""
+    return _frame(con.execute("SELECT * FROM _kept_units WHERE list_contains(?, model)", [models]).df())
+
+
+def drop_kept(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("DROP TABLE IF EXISTS _kept_units")
+
+
+def _frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame["score"] = frame["score"].astype(object).where(frame["score"].notna(), None)
     frame["details"] = [json.loads(d) if isinstance(d, str) else {} for d in frame["details"]]
     return frame

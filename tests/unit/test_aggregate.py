@@ -105,3 +105,39 @@ def test_interval_width_shrinks_with_more_items():
     large = _table(TableSpec("all", "A"), _units([{"task": "t", "score": float(i % 2)} for i in range(800)])).iloc[0]
     assert (large["ci_high"] - large["ci_low"]) < (small["ci_high"] - small["ci_low"]) / 2.5
     assert np.isfinite([small["ci_low"], small["ci_high"]]).all()
+
+
+def test_every_run_computed_from_one_plan_equals_table_rows_run_by_run():
+    from pipeline.aggregate import table_rows, unit_weights
+    from pipeline.aggregate.chance import unit_chance
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for model, fractional in (("a", False), ("b", False), ("c", True)):
+        for variant in ("original", "simplified"):
+            for i in range(60):
+                score = None if i % 17 == 0 else float(rng.integers(0, 2)) if not fractional else float(rng.random())
+                rows.append({"model": model, "variant": variant, "unit_id": f"u{i}", "task": f"t{i % 3}",
+                             "task_group": f"g{i % 2}", "group": str(i // 2) if i < 8 else None,
+                             "part": ("best", "worst")[i % 2] if i < 8 else None, "score": score,
+                             "n_options": 4, "scored_by": "judge j (p prompts)" if i % 5 == 0 else "rules",
+                             "paper_judge": i % 3 == 1, "not_asked": "duplicate" if i == 59 else None})
+    units = _units(rows).drop(columns=["unit_id"]).assign(unit_id=[r["unit_id"] for r in rows])
+    tables = CardTables((TableSpec("by_task", "T", rows="task"), TableSpec("avg", "A", mean_of=("task_group", "task")),
+                         TableSpec("g", "G", cells={"all": {"unit": "group"}, "t0": {"where": {"task": ["t0"]}}})),
+                        {}, {}, {}, chance={"default": "options"})
+    planned = paper_tables(tables, "b", units, replicates=True)
+    # table_rows on each run, as paper_tables computed them before the plans
+    prepared = units.copy()
+    for column in ("split", "context_id"):
+        prepared[column] = None
+    for column in ("capped", "demo_judge"):
+        prepared[column] = False
+    prepared["chance"], prepared["chance_each"] = unit_chance(tables, prepared)
+    weights = unit_weights(prepared)
+    expected = [row for _, part in prepared.groupby(["model", "variant", "setting", "split"], sort=True, dropna=False)
+                for row in table_rows(tables, part, "b", weights, replicates=True)]
+    assert len(planned) == len(expected)
+    for got, want in zip(planned.to_dict("records"), expected):
+        assert np.array_equal(got.pop("replicates"), want.pop("replicates"), equal_nan=True)
+        assert {k: got[k] for k in want} == want
