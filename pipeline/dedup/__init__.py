@@ -10,7 +10,7 @@ benchmarks (reported, never dropped). Exact duplicates (same question, choices a
 matched on the fields themselves.
 
 Originals are never modified: keys exist only for matching. The heavy steps run on numpy arrays
-over the whole corpus at once, so the cost per item stays small (benchmarks/dedup.py).
+over the whole corpus at once, so the cost per item stays small (perf/dedup.py).
 
 One module per step, around one config (params.DedupParams):
     keys      match keys and template stripping

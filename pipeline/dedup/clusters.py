@@ -46,7 +46,7 @@ class Analysis:
 
 def analyse(items: Sequence[dict[str, Any]], params: DedupParams = _DEFAULTS) -> Analysis:
     """Keys, candidates and verified pairs for a list of items; cluster() turns it into rows.
-    `timings` says how long each step took (benchmarks/dedup.py prints it)."""
+    `timings` says how long each step took (perf/dedup.py prints it)."""
     timings: dict[str, float] = {}
     tick = _Stopwatch(timings)
     full_keys = match_keys([item_text(it) for it in items])

@@ -6,7 +6,7 @@ passes; `candidate_pairs` gives the pairs MinHashLSH would return, from one sort
 `verified_pairs` keeps a candidate only if the exact Jaccard similarity of its shingle sets
 reaches the threshold, so LSH can be tuned for recall (`lsh_bands`) and false positives cost
 little. The equality with datasketch is tested (tests/unit/dedup/test_dedup_script.py); the speed-up over
-its one-MinHash-per-item loop is measured by benchmarks/dedup.py.
+its one-MinHash-per-item loop is measured by perf/dedup.py.
 """
 
 from __future__ import annotations

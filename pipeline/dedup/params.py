@@ -13,7 +13,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class DedupParams:
     # Defaults measured on the public files (23,811 items: WenMind, AC-EVAL, WYWEB tlc, fspc,
-    # xuci, glner, wywrc; exact Jaccard of all pairs; benchmarks/dedup.py --calibrate).
+    # xuci, glner, wywrc; exact Jaccard of all pairs; perf/dedup.py --calibrate).
     # Within one task, 17 of the 18 pairs at 0.80-0.90 have different gold answers (one passage
     # or option list, another question), none of the 5 at >= 0.90: duplicates need 0.9. Across
     # benchmarks, the pairs from 0.5 up that we read were one passage under other questions

@@ -12,7 +12,7 @@ once and must never fight over the warehouse's single writer. While an engine wo
 written off its thread (`AnswerWriter`): a writer thread commits them in batches, each answer
 within `COMMIT_EVERY_S` (50 ms) of landing, and at once when `max_pending` are waiting. One
 autocommit INSERT per answer on the event loop's thread cost as much CPU as a third of the
-engine's own work per call (benchmarks/cache_write.py).
+engine's own work per call (perf/cache_write.py).
 
 Policy: only keys the store lacks are sent, identical prompts are sent once, every answer is
 stored as it arrives, errors are returned but never stored (the next run retries them), and

@@ -12,7 +12,7 @@ client's own code.
 Why not the client itself: its generic request path costs about 0.8 ms of CPU per call (option
 models, header building, an httpx request wrapped around the aiohttp one, response wrappers), which
 capped wenheng at ~0.7 of concurrency/latency and at a third of lm-evaluation-harness's calls/s on
-the same endpoint (benchmarks/openai_path.py); this path costs about a quarter of that.
+the same endpoint (perf/openai_path.py); this path costs about a quarter of that.
 
 `generate` is plain sync code: it runs its own event loop (in a worker thread when the caller is
 already inside one), and calls `on_result` in the caller's thread as each answer arrives."""

@@ -5,7 +5,7 @@
   engines (random, oracle), WenMind and Fùxì judged by the scripted judge on the loopback server
   (judgements, judge_reliability, the judge's scores in the paper tables), the sample corpus
   scanned (corpus_overlap, paper_tables_clean);
-- history: a synthetic lake (benchmarks/scale.py) published whole, then again after a new source
+- history: a synthetic lake (perf/scale.py) published whole, then again after a new source
   version of one benchmark and a re-scored model (an incremental publish, two snapshots in the
   history, so score_changes has rows).
 

@@ -1,5 +1,5 @@
 """History across source versions and incremental publishing, on small synthetic lakes (the
-generator of benchmarks/scale.py): an incremental publish gives the tables a whole build gives,
+generator of perf/scale.py): an incremental publish gives the tables a whole build gives,
 history is append-only and survives a deleted warehouse, a correction is a new snapshot of its
 version, the audit accumulates, and `diff` counts exactly what was changed."""
 

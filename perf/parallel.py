@@ -3,7 +3,7 @@ evaluate partitions run one at a time (the `inference` pool's limit at 1) agains
 the limit at 2 and 4, each model served by the loopback OpenAI-compatible server with a fixed
 latency per request.
 
-    .venv/bin/python benchmarks/parallel.py [--partitions 4] [--limits 1,2,4] [--latency 0.8]
+    .venv/bin/python perf/parallel.py [--partitions 4] [--limits 1,2,4] [--latency 0.8]
         [--benchmark wyweb] [--concurrency 2]
 
 Everything runs as a parallel deployment does: a temp DAGSTER_HOME holding

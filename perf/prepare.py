@@ -1,14 +1,14 @@
 """The whole `prepare` job on every public file, stage by stage: wall time, items/s and peak RSS.
 
-    .venv/bin/python benchmarks/prepare.py                     # WenMind + AC-EVAL + WYWEB + samples
-    .venv/bin/python benchmarks/prepare.py --pad 49000         # plus edited copies up to 49,000 items
-    .venv/bin/python benchmarks/prepare.py --profile 25        # and the 25 costliest functions
-    .venv/bin/python benchmarks/prepare.py --baseline REV      # the prompt builder of git revision REV
-    .venv/bin/python benchmarks/prepare.py --before            # the stages as they were (see prepare())
-    .venv/bin/python benchmarks/prepare.py --freeze-gc         # gc.freeze() between stages
-    .venv/bin/python benchmarks/prepare.py --only aceval       # one benchmark (or a few, comma-separated)
-    .venv/bin/python benchmarks/prepare.py --asked data/models.yaml   # which pairs the prompts asset builds
-    .venv/bin/python benchmarks/prepare.py --only aceval --dagster 3  # and `wenheng run`'s prepare phase
+    .venv/bin/python perf/prepare.py                     # WenMind + AC-EVAL + WYWEB + samples
+    .venv/bin/python perf/prepare.py --pad 49000         # plus edited copies up to 49,000 items
+    .venv/bin/python perf/prepare.py --profile 25        # and the 25 costliest functions
+    .venv/bin/python perf/prepare.py --baseline REV      # the prompt builder of git revision REV
+    .venv/bin/python perf/prepare.py --before            # the stages as they were (see prepare())
+    .venv/bin/python perf/prepare.py --freeze-gc         # gc.freeze() between stages
+    .venv/bin/python perf/prepare.py --only aceval       # one benchmark (or a few, comma-separated)
+    .venv/bin/python perf/prepare.py --asked data/models.yaml   # which pairs the prompts asset builds
+    .venv/bin/python perf/prepare.py --only aceval --dagster 3  # and `wenheng run`'s prepare phase
 
 Sources are configured as the real-file tests configure them: WenMind, AC-EVAL and WYWEB from the
 benchmarks' own files (default ../shared/upstream, or WENHENG_UPSTREAM), Fùxì and CP-DUE from the

@@ -3,15 +3,15 @@
 - samples: the bundled samples of every benchmark with the oracle and random baselines
   (`wenheng run --model oracle --model random --no-report` into a temporary data folder, ~15 s);
 - aceval-2000: a synthetic AC-EVAL-shaped warehouse, 2,000 single-choice questions over AC-EVAL's
-  13 subjects and 3 levels, one model (benchmarks/scale.py's generator, published).
+  13 subjects and 3 levels, one model (perf/scale.py's generator, published).
 
 For each, in a fresh process: the first call (cold: lazy imports, first charts) and the median
 of 5 further calls (warm). With `--before DIR` (a checkout of other code, e.g. `git worktree add
 /tmp/report_before HEAD`) the same timings are taken with that checkout's `pipeline` first on
 PYTHONPATH, on the same warehouses, and both are printed with their ratio.
 
-    .venv/bin/python benchmarks/report.py
-    .venv/bin/python benchmarks/report.py --before /tmp/report_before --keep /tmp/report_bench
+    .venv/bin/python perf/report.py
+    .venv/bin/python perf/report.py --before /tmp/report_before --keep /tmp/report_bench
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Dedup on the whole public corpus: wall time, items/s, peak memory, where the time goes, and
 datasketch's plain one-MinHash-per-item loop on the same keys as a baseline.
 
-    .venv/bin/python benchmarks/dedup.py                 # the corpus parse_source reads today
-    .venv/bin/python benchmarks/dedup.py --pad 45000     # plus synthetic items up to 45,000
-    .venv/bin/python benchmarks/dedup.py --calibrate     # the measurement behind DedupParams
-    .venv/bin/python benchmarks/dedup.py --changed 0.01  # reuse of stored signatures, 1% of items edited
+    .venv/bin/python perf/dedup.py                 # the corpus parse_source reads today
+    .venv/bin/python perf/dedup.py --pad 45000     # plus synthetic items up to 45,000
+    .venv/bin/python perf/dedup.py --calibrate     # the measurement behind DedupParams
+    .venv/bin/python perf/dedup.py --changed 0.01  # reuse of stored signatures, 1% of items edited
 
 The corpus is read from the benchmarks' own files (default ../shared/upstream) with the
 project's adapters, so every WYWEB task an adapter learns to read is included automatically.

@@ -1,14 +1,14 @@
 """OpenAI-path throughput: calls/s of OpenAIEngine against the loopback server, over the ideal, and
 the client's ceiling next to a reference client's, measured in the same run.
 
-    .venv/bin/python benchmarks/openai_path.py [--calls 2000] [--concurrency 32] [--latency 0.05]
+    .venv/bin/python perf/openai_path.py [--calls 2000] [--concurrency 32] [--latency 0.05]
         [--ceiling-calls 3000] [--repeats 3] [--baseline auto|lm-eval|aiohttp] [--lm-eval-venv DIR]
 
 (a) The server (pipeline/testing/openai_server.py, in its own process) answers every call after
 `latency` seconds, so the ideal is concurrency / latency calls/s (640/s by default); the ratio
 shows what the client side costs. Measured for the engine alone and for wenheng's whole path
 (run_with_cache: cache lookup, engine, answers committed in batches by a writer thread;
-benchmarks/cache_write.py times what that costs per call).
+perf/cache_write.py times what that costs per call).
 
 (b) The ceiling: the same concurrency against a zero-latency server, where calls/s is bounded by
 the client's CPU per call (and the server's; both share this machine). Measured for the engine

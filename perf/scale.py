@@ -10,9 +10,9 @@ benchmark x model (with its scores, and the items and prompts they answer), then
 
 with the incremental figures as ratios of the full build in the same process.
 
-    .venv/bin/python benchmarks/scale.py                      # 10M rows: 5 benchmarks x 100 models
-    .venv/bin/python benchmarks/scale.py --models 10          # 1M rows, a quick look
-    .venv/bin/python benchmarks/scale.py --keep /tmp/scale    # keep lake and warehouse there
+    .venv/bin/python perf/scale.py                      # 10M rows: 5 benchmarks x 100 models
+    .venv/bin/python perf/scale.py --models 10          # 1M rows, a quick look
+    .venv/bin/python perf/scale.py --keep /tmp/scale    # keep lake and warehouse there
 
 The data are synthetic and generated here with vectorised pyarrow (nothing is downloaded): per
 benchmark `--items` items (20 tasks, 4 options, single-choice) asked in `--variants` script

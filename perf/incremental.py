@@ -16,7 +16,7 @@ Each change is rebuilt twice:
               until none is requested); it counts runs and `scores` materializations per partition,
               and leaves out the daemon's polling interval, which is configuration, not work.
 
-    .venv/bin/python benchmarks/incremental.py [--changed 100] [--keep DIR]
+    .venv/bin/python perf/incremental.py [--changed 100] [--keep DIR]
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Inference throughput, in one run:
 
-    .venv/bin/python benchmarks/inference.py [--max-tokens 32]
+    .venv/bin/python perf/inference.py [--max-tokens 32]
 
 (a) output tokens/s of raw `LLM.generate`, of `VLLMEngine.generate` alone and of wenheng's vLLM
     path (`run_with_cache`: cache lookup, engine, cache writes), on the same prompts. Each path is
     warmed once, then the passes alternate (raw, engine, wenheng, wenheng, engine, raw per round,
     each wenheng pass with a fresh cache); every pass is printed, and the ratios are of medians;
 (b) OpenAI-path calls/s at concurrency 32 against the loopback server with 50 ms latency, over
-    the ideal 640/s (benchmarks/openai_path.py, run after the vLLM engine is shut down);
+    the ideal 640/s (perf/openai_path.py, run after the vLLM engine is shut down);
 (c) cache-hit items/s on a second pass over (a)'s prompts.
 Prompts: the first --limit (256) of every sample item x script variant x protocol setting."""
 

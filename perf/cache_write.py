@@ -2,7 +2,7 @@
 behind `run_with_cache` (cache lookup, engine, every answer stored), on an instant loopback
 server (pipeline/testing/openai_server.py, in its own process, so its CPU is not counted).
 
-    .venv/bin/python benchmarks/cache_write.py [--calls 2000] [--concurrency 32] [--rounds 9]
+    .venv/bin/python perf/cache_write.py [--calls 2000] [--concurrency 32] [--rounds 9]
         [--baseline REV]
 
 The paths run turn about, round after round, each on prompts of its own (nothing is a cache

@@ -1,15 +1,15 @@
 """Contamination scan of a real corpus against every benchmark item: throughput, memory, verdicts,
 and a plain-Python scanner as a baseline.
 
-    .venv/bin/python benchmarks/contamination.py                 # chinese-poetry, naive, 1 GB (local + Ray)
-    .venv/bin/python benchmarks/contamination.py --quick         # chinese-poetry and the naive scanner only
-    .venv/bin/python benchmarks/contamination.py --gb 2 --no-ray # a 2 GB corpus, local engine only
+    .venv/bin/python perf/contamination.py                 # chinese-poetry, naive, 1 GB (local + Ray)
+    .venv/bin/python perf/contamination.py --quick         # chinese-poetry and the naive scanner only
+    .venv/bin/python perf/contamination.py --gb 2 --no-ray # a 2 GB corpus, local engine only
 
 The corpus is the MIT-licensed npm package chinese-poetry 2.0.1 (Quan Tangshi in traditional
 script, Song ci, Yuan qu, Shijing, Chuci, the Analects and Mencius, the primers...), fetched once
 with `npm pack` into data/cache/corpora/ and unpacked there. Its tonal patterns (strains/), search
 rankings (rank/) and a table of component descriptions are left out: they are not text. The items
-are those `benchmarks/prepare.py` builds: WenMind, AC-EVAL and WYWEB from the benchmarks' own files
+are those `perf/prepare.py` builds: WenMind, AC-EVAL and WYWEB from the benchmarks' own files
 (default ../shared/upstream, or --upstream), Fùxì and CP-DUE from the bundled samples.
 
 Printed:
@@ -155,7 +155,7 @@ def describe(dist: Path, spec: CorpusSpec) -> dict:
 # ---- the items -------------------------------------------------------------------------------------
 
 def benchmark_items(upstream: Path) -> list[dict]:
-    """The items of every benchmark, as the `items` stage of benchmarks/prepare.py builds them."""
+    """The items of every benchmark, as the `items` stage of perf/prepare.py builds them."""
     from prepare import sources
 
     from pipeline import paths

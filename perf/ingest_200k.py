@@ -1,9 +1,9 @@
 """Ingestion and dedup at 200,000 items: a synthetic file in WenMind's JSON format through the
 real adapter, standardize and `pipeline.dedup.cluster`, with wall time and peak memory.
 
-    .venv/bin/python benchmarks/ingest_200k.py [--items 200000] [--seed 0] [--keep FILE]
-    .venv/bin/python benchmarks/ingest_200k.py --baseline <git revision>   # also run that revision
-    .venv/bin/python benchmarks/ingest_200k.py --text-scale 3              # texts three times as long
+    .venv/bin/python perf/ingest_200k.py [--items 200000] [--seed 0] [--keep FILE]
+    .venv/bin/python perf/ingest_200k.py --baseline <git revision>   # also run that revision
+    .venv/bin/python perf/ingest_200k.py --text-scale 3              # texts three times as long
 
 The file is generated here (nothing is downloaded): Chinese-like text drawn from a Zipf-weighted
 pool of CJK characters with clause punctuation, lengths from a log-normal (median about 60

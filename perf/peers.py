@@ -2,7 +2,7 @@
 command line, on the same AC-EVAL test questions and the same loopback OpenAI-compatible server,
 interleaved, at each latency. Prints every pass, the medians and the ratio wenheng / lm-eval.
 
-    .venv/bin/python benchmarks/peers.py [--questions 2000] [--latencies 0 0.05] [--rounds 3]
+    .venv/bin/python perf/peers.py [--questions 2000] [--latencies 0 0.05] [--rounds 3]
         [--concurrency 32] [--lm-eval-venv DIR] [--upstream DIR]
 
 What each side does, from a cold start of its process to its results on disk:

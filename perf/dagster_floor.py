@@ -1,4 +1,4 @@
-"""What Dagster itself costs a rebuild: the floor under `benchmarks/incremental.py`.
+"""What Dagster itself costs a rebuild: the floor under `perf/incremental.py`.
 
 A one-benchmark rebuild through `wenheng run` is three runs: prepare[benchmark] (6 steps, 8 assets,
 4 checks), evaluate[benchmark x model] (4 steps, 2 checks) and publish (4 steps, 1 check). This
@@ -8,7 +8,7 @@ on a fresh instance configured as wenheng's (.dagster_home/dagster.yaml), and ti
 runs as pipeline.runner executes them (in process, the garbage collector's long-lived heap
 frozen). Whatever a rebuild costs above this figure is wenheng's own work.
 
-    .venv/bin/python benchmarks/dagster_floor.py [--repeat 7]
+    .venv/bin/python perf/dagster_floor.py [--repeat 7]
 """
 
 from __future__ import annotations

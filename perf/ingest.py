@@ -1,12 +1,12 @@
 """Ingestion throughput: every public upstream file (WenMind + AC-EVAL + WYWEB) through the real
 adapters and standardize (hashes, script detection), as the raw_* and items assets do.
 
-    .venv/bin/python benchmarks/ingest.py [--upstream ../shared/upstream] [--repeat 3]
+    .venv/bin/python perf/ingest.py [--upstream ../shared/upstream] [--repeat 3]
 
 Prints, per benchmark and in total: raw rows, items, quarantined, parse and standardize time, and
 items/s; the best of `--repeat` runs is reported (the first run also pays for imports and the
 file cache). This is ingestion only: the whole `prepare` job (dedup, script variants, policies,
-prompts) on the same files is benchmarks/prepare.py."""
+prompts) on the same files is perf/prepare.py."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def main() -> None:
           f"{total_items / total_wall:>9,.0f}")
     print(f"wall time: best run {total_wall:.2f} s, first run {first_wall:.2f} s, "
           f"{len(runs)} runs {time.perf_counter() - started:.2f} s")
-    print("ingestion only; the whole prepare job (dedup, variants, prompts): benchmarks/prepare.py")
+    print("ingestion only; the whole prepare job (dedup, variants, prompts): perf/prepare.py")
 
 
 if __name__ == "__main__":
