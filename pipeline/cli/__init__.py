@@ -83,6 +83,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_Version, help="print wenheng's version and git commit, then exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_run(sub)
+    _add_read_commands(sub)
+    from pipeline.contamination.commands import add_parser as add_contamination
+    add_contamination(sub)
+    return parser
+
+
+def _add_run(sub) -> None:
     run_p = sub.add_parser("run", help="materialize the pipeline in-process, print a summary and the leaderboard, "
                                        "write the HTML report",
                            description="Run every stage (prepare, one evaluate run per benchmark x model, publish), "
@@ -107,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="show the warnings and log lines of the libraries wenheng runs (vLLM, torch, Dagster, "
                             "...) on the terminal; without it they go to the run's log file")
 
+
+def _add_read_commands(sub) -> None:
+    """The commands that read the warehouse or the configuration."""
     q_p = sub.add_parser("query", help="run SQL on the warehouse, read-only, and print the result")
     q_p.add_argument("sql", metavar="SQL", help="a SQL statement, or the path of a .sql file holding one")
     q_p.add_argument("--timeout", type=_positive_seconds, default=60.0, metavar="S",
@@ -147,10 +158,6 @@ def build_parser() -> argparse.ArgumentParser:
     c_p.add_argument("--benchmark", action="append", metavar="NAME", help="only this benchmark (repeatable)")
     c_p.add_argument("--headline", action="store_true", help="only each benchmark's headline rows")
     c_p.add_argument("--csv", metavar="FILE", help="also write every compared row as CSV")
-
-    from pipeline.contamination.commands import add_parser as add_contamination
-    add_contamination(sub)
-    return parser
 
 
 COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql, a.timeout),
