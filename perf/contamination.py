@@ -56,7 +56,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "perf"))
 
 from pipeline.contamination.corpora import CorpusSpec, shard_paths  # noqa: E402
 

@@ -70,7 +70,7 @@ def build_aceval(base: Path, n: int = 2000) -> Path:
     from pipeline import paths
     from pipeline.warehouse import publish
 
-    spec = importlib.util.spec_from_file_location("wenheng_scale_report", ROOT / "benchmarks" / "scale.py")
+    spec = importlib.util.spec_from_file_location("wenheng_scale_report", ROOT / "perf" / "scale.py")
     scale = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(scale)
     lake = base / "lake"

@@ -60,7 +60,7 @@ SHOWN = 10   # differing rows shown per relation
 
 
 def _scale():
-    spec = importlib.util.spec_from_file_location("wenheng_scale_golden", paths.PROJECT_ROOT / "benchmarks" / "scale.py")
+    spec = importlib.util.spec_from_file_location("wenheng_scale_golden", paths.PROJECT_ROOT / "perf" / "scale.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -20,7 +20,7 @@ from pipeline.warehouse import publish
 
 
 def _scale():
-    spec = importlib.util.spec_from_file_location("wenheng_scale", ROOT / "benchmarks" / "scale.py")
+    spec = importlib.util.spec_from_file_location("wenheng_scale", ROOT / "perf" / "scale.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

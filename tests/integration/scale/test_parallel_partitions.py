@@ -18,7 +18,7 @@ PER_MODEL_CONCURRENCY = 2
 
 
 def _bench_module():
-    spec = importlib.util.spec_from_file_location("wenheng_parallel_bench", ROOT / "benchmarks" / "parallel.py")
+    spec = importlib.util.spec_from_file_location("wenheng_parallel_bench", ROOT / "perf" / "parallel.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module   # its dataclasses look their module up
     spec.loader.exec_module(module)
