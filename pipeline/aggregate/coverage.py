@@ -129,13 +129,18 @@ def provenance(units: pd.DataFrame) -> tuple[str | None, bool, str | None]:
     by = units["scored_by"][in_paper].fillna("")
     judged = by.str.startswith("judge ")
     demo = judged & units["demo_judge"][in_paper].fillna(False).astype(bool)
+    return (scored_by, *judge_verdict(judged, demo, int(scored.sum()), len(units)))
+
+
+def judge_verdict(judged, demo, n_scored: int, n_units: int) -> tuple[bool, str | None]:
+    """Whether a row the paper scores with its LLM judge stands beside the paper's number, and
+    the note that says why not: `judged` and `demo` mark its paper-scored items (boolean arrays)."""
     if not judged.any():
-        scored_n = int(scored.sum())
-        return scored_by, False, (f"not comparable to the paper: its LLM-judged items have no judge here "
-                                  f"(rule-scored items only: {scored_n:,}/{len(units):,})")
+        return False, (f"not comparable to the paper: its LLM-judged items have no judge here "
+                       f"(rule-scored items only: {n_scored:,}/{n_units:,})")
     if demo.any():
-        return scored_by, False, "not comparable to the paper: judged by the bundled demo judge"
+        return False, "not comparable to the paper: judged by the bundled demo judge"
     if (~judged).any():
-        return scored_by, False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
-                                  f"{len(by):,} LLM-judged items have no judge verdict")
-    return scored_by, True, None
+        return False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
+                       f"{len(judged):,} LLM-judged items have no judge verdict")
+    return True, None

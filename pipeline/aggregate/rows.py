@@ -13,7 +13,7 @@ import pandas as pd
 from pipeline import schema
 from pipeline.aggregate.bootstrap import REPLICATES, Cell, Weights, clusters_note, compute_cell, unit_weights
 from pipeline.aggregate.chance import chance_of, unit_chance
-from pipeline.aggregate.coverage import _groupable, card_notes, left_out_notes, provenance
+from pipeline.aggregate.coverage import _groupable, card_notes, judge_verdict, left_out_notes, provenance
 from pipeline.aggregate.metrics import _accuracy_stats, _isnan, _number, metric
 from pipeline.aggregate.spec import CLUSTER_COLUMNS, CardTables, TableSpec
 
@@ -342,15 +342,7 @@ def _provenance(part: pd.DataFrame, run: _Scores, asked: np.ndarray) -> tuple[st
         return scored_by, True, None
     judged = run.judged[asked][in_paper]
     demo = judged & run.demo[asked][in_paper]
-    if not judged.any():
-        return scored_by, False, (f"not comparable to the paper: its LLM-judged items have no judge here "
-                                  f"(rule-scored items only: {int(scored.sum()):,}/{len(asked):,})")
-    if demo.any():
-        return scored_by, False, "not comparable to the paper: judged by the bundled demo judge"
-    if (~judged).any():
-        return scored_by, False, (f"not comparable to the paper: {int((~judged).sum()):,} of its "
-                                  f"{len(judged):,} LLM-judged items have no judge verdict")
-    return scored_by, True, None
+    return (scored_by, *judge_verdict(judged, demo, int(scored.sum()), len(asked)))
 
 
 # paper_tables' columns, declared in pipeline/schema.py (RUN_KEYS first)
