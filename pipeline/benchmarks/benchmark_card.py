@@ -1,7 +1,8 @@
 """A benchmark card: everything that makes up one benchmark, kept in its own folder.
 
     pipeline/benchmarks/<name>/
-      __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing
+      __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing (the
+                      card's folder is the one its adapter sits in)
       adapter.py      the benchmark's own files -> item rows + quarantine rows
       protocol.yaml   how the benchmark asks its questions (prompt templates as data), read as a
                       `Protocol` (below); a setting may `extends:` another
@@ -17,6 +18,7 @@ add a benchmark, add a folder and one line in the registry (`pipeline/benchmarks
 from __future__ import annotations
 
 import string
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -172,7 +174,6 @@ class BenchmarkCard:
     name: str                       # the benchmark's id: item ids, partitions, `sources.yaml` keys
     title: str                      # as its paper writes it
     paper: str                      # citation of the paper the card follows
-    folder: Path                    # the card's folder: protocol.yaml and *.sql live here
     parse: Callable[..., Any]       # SourceSpec -> pipeline.sources.accounting.ParseResult
     # Which rule scorer (pipeline/scoring/rules.py SCORERS) an item gets: looked up by task, then
     # by format; formats not named here use the scoring module's defaults.
@@ -189,6 +190,14 @@ class BenchmarkCard:
     # with "default". Where the judge is named but not configured (models.yaml `judges:`), or
     # did not judge the unit, the rule score stands in (sql/templates/units.sql).
     paper_scorer: str | Mapping[str, str] = "rule"
+    # The card's folder (protocol.yaml, tables.yaml, *.sql): by default the one its adapter's
+    # module (`parse`) sits in.
+    folder: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.folder is None:
+            module = sys.modules[self.parse.__module__]
+            object.__setattr__(self, "folder", Path(module.__file__).parent)
 
     @cached_property
     def protocol(self) -> Protocol:

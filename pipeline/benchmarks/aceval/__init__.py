@@ -1,17 +1,13 @@
 """AC-EVAL (Wei et al., 2024): 13 multiple-choice subjects on ancient Chinese in three levels
 (general historical knowledge, short- and long-text understanding); test answers withheld."""
 
-from pathlib import Path
-
 from pipeline.benchmarks.aceval.adapter import parse, submission
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 
 CARD = BenchmarkCard(
-    name="aceval",
-    title="AC-EVAL",
+    name="aceval", title="AC-EVAL",
     paper="Wei et al. 2024, AC-EVAL: Evaluating Ancient Chinese Language Understanding in Large "
           "Language Models",
-    folder=Path(__file__).parent,
     parse=parse,
     submission=submission,
     # The paper's numbers are on test (answers withheld: scored by submission); dev holds the

@@ -2,17 +2,13 @@
 style, word selection, allusions, overall quality), all single-choice; AU asks its three questions
 in one prompt, answered with three letters."""
 
-from pathlib import Path
-
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.cpdue.adapter import parse
 
 CARD = BenchmarkCard(
-    name="cpdue",
-    title="CP-DUE",
+    name="cpdue", title="CP-DUE",
     paper="Beyond Memorization and Recitation: Evaluating LLMs on Deep Understanding of Ancient "
           "Chinese Poetry (CP-DUE; anonymous ACL submission)",
-    folder=Path(__file__).parent,
     parse=parse,
     # AU: three letters in order (figure, source, meaning); 1 when all are right (the paper's
     # AU-all), each question's 0/1 in details q1-q3 (its AU Q1-Q3). The other tasks: one letter.

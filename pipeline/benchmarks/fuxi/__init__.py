@@ -1,8 +1,6 @@
 """Fùxì (Zhao et al., 2024): 21 understanding and generation tasks on classical Chinese; accuracy, BLEU, an LLM
 judge, and format rules for couplets and ci (tone, rhyme and cipai tables: pipeline/scoring/format_rules.py)."""
 
-from pathlib import Path
-
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.fuxi.adapter import TASKS, parse
 
@@ -11,11 +9,9 @@ SCORER_OF_METRIC = {"accuracy": "option", "bleu": "bleu", "llm_judge": "judge",
                     "rule_couplet": "couplet_rules", "rule_ci": "ci_rules"}
 
 CARD = BenchmarkCard(
-    name="fuxi",
-    title="Fùxì",
+    name="fuxi", title="Fùxì",
     paper="Zhao et al. 2024, Fùxì: A Benchmark for Evaluating Language Models on Ancient Chinese Text "
           "Understanding and Generation",
-    folder=Path(__file__).parent,
     parse=parse,
     scorers={task.name: SCORER_OF_METRIC[task.metric] for task in TASKS.values()},
     # The ten QA tasks are scored by the paper's LLM evaluator (judge.yaml: its Figure 4 prompt, Y/N).

@@ -1,18 +1,14 @@
 """WenMind (Cao et al., NeurIPS 2024 Datasets and Benchmarks): 4,875 questions in 42 fine tasks,
 26 coarse tasks, 3 domains and 3 capabilities; MCQ, QA and fill-in-the-blank."""
 
-from pathlib import Path
-
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wenmind.adapter import parse
 from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_JUDGE_PROMPTS
 
 CARD = BenchmarkCard(
-    name="wenmind",
-    title="WenMind",
+    name="wenmind", title="WenMind",
     paper="Cao et al. 2024, WenMind: A Comprehensive Benchmark for Evaluating Large Language Models "
           "in Chinese Classical Literature and Language Arts",
-    folder=Path(__file__).parent,
     parse=parse,
     # Sentiment-style MCQs whose gold is a label text (not a letter) are matched on the label set.
     scorers={"classification": "label"},

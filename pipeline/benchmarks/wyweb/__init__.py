@@ -1,16 +1,12 @@
 """WYWEB (Zhou et al., ACL Findings 2023): nine classical-Chinese NLP tasks (classification,
 sequence labeling, reading comprehension, translation), verbalised for generative models."""
 
-from pathlib import Path
-
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wyweb.adapter import parse
 
 CARD = BenchmarkCard(
-    name="wyweb",
-    title="WYWEB",
+    name="wyweb", title="WYWEB",
     paper="Zhou et al. 2023, WYWEB: A NLP Evaluation Benchmark For Classical Chinese",
-    folder=Path(__file__).parent,
     parse=parse,
     # Labeling tasks are asked as rewriting the text and scored on the marks put back.
     scorers={"punc": "punctuation_f1", "glner": "entity_f1", "wywmt": "chrf"},
