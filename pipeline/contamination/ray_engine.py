@@ -15,15 +15,12 @@ import pyarrow as pa
 from pipeline import stopping
 from pipeline.contamination.corpora import CorpusSpec, format_of
 from pipeline.contamination.index import ItemIndex, Lookup
-from pipeline.contamination.reading import BATCH_BYTES, Reading, _doc_batches, _parquet_tables
+from pipeline.contamination.reading import Reading, scan_bytes
 from pipeline.contamination.scan import (
     MATCHES,
     Documents,
     FileStats,
     ShardError,
-    looks_binary,
-    parse_json,
-    parse_lines,
     parse_parquet_batch,
     scan_documents,
     smallest_per_hash,
@@ -63,28 +60,11 @@ class RayScanner:
         return pa.concat_tables(out) if out else _with_stats(MATCHES.empty_table(), None)
 
     def _file(self, path: str, data: bytes) -> pa.Table:
-        stats = FileStats(path)
-        docs = Documents(self.reading.fields, self.reading.id_field)
         try:
-            fmt = self.reading.format_for(path)
-            tables = []
-            if fmt == "json":
-                texts, keys = parse_json(data, docs, stats)
-                for part_texts, part_keys in _doc_batches(texts, keys):
-                    tables.append(scan_documents(part_texts, part_keys, path, self.lookup, self.reading.n, stats))
-            elif fmt == "parquet":   # a parquet file among text files: read whole, like them
-                tables += _parquet_tables(pa.BufferReader(data), path, self.reading, docs, stats, self.lookup)
-            else:
-                if looks_binary(data[:65536]):
-                    raise ShardError("not text (NUL bytes, or mostly bytes that are not UTF-8)")
-                for block in _split_lines(data):
-                    texts, keys = parse_lines(block, fmt, docs, stats)
-                    tables.append(scan_documents(texts, keys, path, self.lookup, self.reading.n, stats))
+            table, stats = scan_bytes(path, data, self.reading, self.lookup)
         except ShardError as exc:
             return _with_stats(MATCHES.empty_table(), {"path": path, "error": str(exc)})
-        except (OSError, ValueError, pa.ArrowException) as exc:   # as scan_range words it
-            return _with_stats(MATCHES.empty_table(), {"path": path, "error": f"{type(exc).__name__}: {exc}"})
-        return _with_stats(smallest_per_hash(tables), {"path": path, **stats.to_dict()})
+        return _with_stats(table, {"path": path, **stats.to_dict()})
 
     def _rows(self, path: str, rows: pa.Table) -> pa.Table:
         stats = FileStats(path)
@@ -92,15 +72,6 @@ class RayScanner:
         texts, keys = parse_parquet_batch(rows.drop_columns(["path"]), docs, stats)
         table = scan_documents(texts, keys, path, self.lookup, self.reading.n, stats)
         return _with_stats(table, {"path": path, **stats.to_dict()})
-
-
-def _split_lines(data: bytes) -> Iterator[bytes]:
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", min(start + BATCH_BYTES, len(data)) - 1)
-        end = len(data) if end < 0 else end + 1
-        yield data[start:end]
-        start = end
 
 
 def _with_stats(table: pa.Table, stats: dict | None) -> pa.Table:

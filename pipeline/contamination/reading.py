@@ -84,30 +84,78 @@ def _doc_batches(texts: list[str], keys: list) -> Iterator[tuple[list[str], list
 
 def scan_range(path: str, start: int, end: int | None, reading: Reading, lookup: Lookup) -> tuple[pa.Table, FileStats]:
     """One file, or a byte range of a jsonl/txt file: its matches and what it held."""
-    stats = FileStats(path)
     fmt = reading.format_for(path)
+    if fmt in ("jsonl", "txt"):
+        return _scanned(path, lambda docs, stats: _line_tables(
+            _line_blocks(path, start, end), path, fmt, start == 0, reading, docs, stats, lookup), reading)
+    if fmt == "json":
+        return _scanned(path, lambda docs, stats: _json_tables(_read_all(path), path, reading, docs, stats, lookup),
+                        reading)
+    return _scanned(path, lambda docs, stats: _read_parquet(path, reading, docs, stats, lookup), reading)
+
+
+def scan_bytes(path: str, data: bytes, reading: Reading, lookup: Lookup) -> tuple[pa.Table, FileStats]:
+    """A whole file already in memory (the Ray engine reads files so), scanned as scan_range scans
+    it from disk."""
+    fmt = reading.format_for(path)
+    if fmt == "json":
+        return _scanned(path, lambda docs, stats: _json_tables(data, path, reading, docs, stats, lookup), reading)
+    if fmt == "parquet":
+        return _scanned(path, lambda docs, stats: list(
+            _parquet_tables(pa.BufferReader(data), path, reading, docs, stats, lookup)), reading)
+    return _scanned(path, lambda docs, stats: _line_tables(
+        _split_lines(data), path, fmt, True, reading, docs, stats, lookup), reading)
+
+
+def _scanned(path: str, tables_of, reading: Reading) -> tuple[pa.Table, FileStats]:
+    """`tables_of(docs, stats)` -> match tables; a file that cannot be read is one ShardError."""
+    stats = FileStats(path)
     docs = Documents(reading.fields, reading.id_field)
-    tables = []
     try:
-        if fmt in ("jsonl", "txt"):
-            for i, block in enumerate(_line_blocks(path, start, end)):
-                if i == 0 and start == 0 and looks_binary(block[:65536]):
-                    raise ShardError("not text (NUL bytes, or mostly bytes that are not UTF-8)")
-                texts, keys = parse_lines(block, fmt, docs, stats)
-                tables.append(scan_documents(texts, keys, path, lookup, reading.n, stats))
-        elif fmt == "json":
-            with _open(path) as f:
-                texts, keys = parse_json(f.read(), docs, stats)
-            for part_texts, part_keys in _doc_batches(texts, keys):
-                tables.append(scan_documents(part_texts, part_keys, path, lookup, reading.n, stats))
-        else:
-            with _open(path) as f:
-                tables += _parquet_tables(f, path, reading, docs, stats, lookup)
+        tables = tables_of(docs, stats)
     except ShardError:
         raise
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise ShardError(f"{type(exc).__name__}: {exc}") from None
     return smallest_per_hash(tables), stats
+
+
+def _line_tables(blocks: Iterator[bytes], path: str, fmt: str, from_start: bool, reading: Reading,
+                 docs: Documents, stats: FileStats, lookup: Lookup) -> list[pa.Table]:
+    tables = []
+    for i, block in enumerate(blocks):
+        if i == 0 and from_start and looks_binary(block[:65536]):
+            raise ShardError("not text (NUL bytes, or mostly bytes that are not UTF-8)")
+        texts, keys = parse_lines(block, fmt, docs, stats)
+        tables.append(scan_documents(texts, keys, path, lookup, reading.n, stats))
+    return tables
+
+
+def _json_tables(data: bytes, path: str, reading: Reading, docs: Documents, stats: FileStats,
+                 lookup: Lookup) -> list[pa.Table]:
+    texts, keys = parse_json(data, docs, stats)
+    return [scan_documents(part_texts, part_keys, path, lookup, reading.n, stats)
+            for part_texts, part_keys in _doc_batches(texts, keys)]
+
+
+def _read_all(path: str) -> bytes:
+    with _open(path) as f:
+        return f.read()
+
+
+def _read_parquet(path: str, reading: Reading, docs: Documents, stats: FileStats, lookup: Lookup) -> list[pa.Table]:
+    with _open(path) as f:
+        return list(_parquet_tables(f, path, reading, docs, stats, lookup))
+
+
+def _split_lines(data: bytes) -> Iterator[bytes]:
+    """Whole lines of `data`, BATCH_BYTES at a time (as _line_blocks reads them from a file)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", min(start + BATCH_BYTES, len(data)) - 1)
+        end = len(data) if end < 0 else end + 1
+        yield data[start:end]
+        start = end
 
 
 def _parquet_tables(source, path: str, reading: Reading, docs: Documents, stats: FileStats,
