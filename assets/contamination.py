@@ -26,11 +26,10 @@ from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.index import ITEM_COLUMNS
 from pipeline.contamination.run import compute_overlap, summary
 from pipeline.groups import CORPORA
-from pipeline.settings import Settings, settings
+from pipeline.settings import settings
 from resources.engines import CorporaResource
 
 corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
-ENGINE_ENV = Settings.scan_engine.name   # local | ray: overrides the corpus's engine for a run (the CLI's --engine)
 
 
 @dg.multi_asset(

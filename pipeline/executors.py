@@ -23,8 +23,6 @@ from typing import Any
 import dagster as dg
 
 from pipeline.config import ConfigError
-from pipeline.settings import DEFAULT_GPU_NODE_SELECTOR as DEFAULT_GPU_NODE_SELECTOR
-from pipeline.settings import EXECUTORS as EXECUTORS
 from pipeline.settings import Settings, settings
 
 INFERENCE_POOL = "inference"

@@ -70,7 +70,8 @@ class Inputs:
 
         from pipeline import paths
 
-        data = yaml.safe_load(paths.sources_file().read_text(encoding="utf-8")) or {}
+        read = lambda: yaml.safe_load(paths.sources_file().read_text(encoding="utf-8"))  # noqa: E731
+        data = self._once("sources file", read) or {}
         entries = data.get("benchmarks") or {}
         return [{key: value for key, value in data.items() if key != "benchmarks"},
                 entries.get(benchmark) if benchmark else None]
@@ -84,11 +85,12 @@ class Inputs:
 
     def prepare(self, benchmark: str, keys) -> dict:
         from pipeline import paths
+        from pipeline.prompts import asked_pairs
         from pipeline.sources.ingest import source_fingerprints
 
         try:
             source = source_fingerprints(paths.sources_file(), paths.corrections_dir(), [benchmark])[benchmark]
-            asked = sorted({_digest(list(spec.variants), spec.settings) for spec in self._specs().values()})
+            asked = sorted(asked_pairs(self._specs().values(), benchmark))   # the pairs its prompts are built for
             value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked)
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem

@@ -261,9 +261,9 @@ class _Execution:
     def todo(self, job_name: str, keys, partition_key, prints: dict) -> frozenset:
         """The assets of `keys` with something to do (Inputs.up_to_date); when none has, the
         summary lists the partition as up to date, and no run is launched for it."""
-        todo = frozenset(keys) - self.inputs.up_to_date(keys, partition_key, prints)   # fills `prints`
         if self.force:
             return frozenset(keys)
+        todo = frozenset(keys) - self.inputs.up_to_date(keys, partition_key, prints)
         if not todo:
             self.summary.up_to_date.append(job_name + (f" [{partition_key}]" if partition_key else ""))
         return todo

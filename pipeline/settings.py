@@ -215,6 +215,12 @@ def settings(environ: Mapping[str, str] | None = None) -> Settings:
     return Settings({k: v for k, v in source.items() if k in names})
 
 
+def written(setting: Setting) -> str:
+    """The variable as written ("" when unset), unparsed: a cheap key for a cache that parses it
+    with `settings()` only when it changes."""
+    return os.environ.get(setting.name, "")
+
+
 def markdown_table() -> str:
     """The README's table of variables."""
     rows = ["| variable | default | value | what |", "| --- | --- | --- | --- |"]

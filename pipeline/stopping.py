@@ -16,10 +16,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from pipeline.settings import Settings, settings
+from pipeline.settings import settings
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
-DEFAULT_GRACE_S: float = Settings.stop_grace_s.default  # type: ignore[assignment]
 
 _event = threading.Event()
 _state: dict[str, float | int | None] = {"signum": None, "at": None, "forced": None, "handled": 0}

@@ -10,7 +10,7 @@ from pipeline import paths
 from pipeline.config import ModelSpec, load_models
 from pipeline.engines.cache import ResponseCache, open_cache
 from pipeline.engines.registry import build_engine
-from pipeline.settings import Settings, settings
+from pipeline.settings import settings
 
 
 class ModelsResource(dg.ConfigurableResource):
@@ -35,7 +35,6 @@ class ModelsResource(dg.ConfigurableResource):
         return open_cache(self.cache_dir or None)
 
 
-LIMIT_ENV = Settings.limit.name
 
 
 class SourcesResource(dg.ConfigurableResource):

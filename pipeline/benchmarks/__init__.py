@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -51,8 +50,11 @@ class _Cards(dict):
 
 @cache
 def _load(extra: str) -> dict[str, BenchmarkCard]:
+    """Keyed on $WENHENG_CARDS as written: the variable is parsed (and checked) only when it changes."""
+    from pipeline.settings import settings
+
     modules = [importlib.import_module(name) for name in REGISTRY]
-    for folder in filter(None, extra.split(os.pathsep)):
+    for folder in settings({EXTRA_CARDS_ENV: extra}).cards if extra.strip() else ():
         modules.append(_import_folder(Path(folder)))
     loaded = _Cards()
     for module in modules:
@@ -79,10 +81,10 @@ def _import_folder(folder: Path):
 
 
 def cards() -> dict[str, BenchmarkCard]:
-    """Every registered card, by name, in registry order."""
-    from pipeline.settings import settings
+    """Every registered card, by name, in registry order (called per scored row: one lookup)."""
+    from pipeline.settings import Settings, written
 
-    return _load(os.pathsep.join(map(str, settings().cards)))
+    return _load(written(Settings.cards))
 
 
 def names() -> tuple[str, ...]:
@@ -99,5 +101,5 @@ def card(name: str) -> BenchmarkCard:
 def hooks(hook: str) -> dict[str, Any]:
     """Card name -> what the card's module declares under `hook` (e.g. `OFFICIAL_JUDGE_PROMPTS`),
     for the cards that declare it, in registry order."""
-    modules = getattr(cards(), "modules", {})
+    modules = cards().modules
     return {name: getattr(module, hook) for name, module in modules.items() if hasattr(module, hook)}

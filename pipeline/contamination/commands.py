@@ -129,9 +129,9 @@ def scan(args: argparse.Namespace) -> int:
             check_fields(every[n], n)
         engine = args.engine or every[names[0]].engine
     if args.engine:
-        from assets.contamination import ENGINE_ENV
+        from pipeline.settings import Settings
 
-        os.environ[ENGINE_ENV] = args.engine
+        os.environ[Settings.scan_engine.name] = args.engine
     if engine == "ray" or args.engine == "ray":
         try:
             import ray  # noqa: F401

@@ -36,7 +36,8 @@ def units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> pd
 
 def kept_units(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> dict[str, str]:
     """The units of these models' runs computed once, into the temporary table `_kept_units`:
-    returns units_digests(con, models, params), and `kept` reads the units of some of them."""
+    returns a digest of each model's units (every column of every row, in any order), and `kept`
+    reads the units of some of them."""
     placed_or_empty(con)
     con.execute(f"CREATE OR REPLACE TEMP TABLE _kept_units AS {units_sql(models)}", params)
     return dict(con.execute("SELECT model, count(*) || ':' || sum(hash(u)) FROM _kept_units u GROUP BY model")
@@ -56,14 +57,6 @@ def _frame(frame: pd.DataFrame) -> pd.DataFrame:
     frame["score"] = frame["score"].astype(object).where(frame["score"].notna(), None)
     frame["details"] = [json.loads(d) if isinstance(d, str) else {} for d in frame["details"]]
     return frame
-
-
-def units_digests(con: duckdb.DuckDBPyConnection, models: list[str], params: dict) -> dict[str, str]:
-    """model -> a digest of its units (every column of every row, in any order); models without
-    units are left out."""
-    placed_or_empty(con)
-    return dict(con.execute(f"SELECT model, count(*) || ':' || sum(hash(u)) FROM ({units_sql(models)}) u "
-                            "GROUP BY model", params).fetchall())
 
 
 def paper_judge_tasks(con: duckdb.DuckDBPyConnection, bench) -> list[str]:
