@@ -1,6 +1,14 @@
 """Inference throughput, in one run:
 
-    .venv/bin/python perf/inference.py [--max-tokens 32]
+    .venv/bin/python perf/inference.py [--max-tokens 32] [--rounds 1]
+
+On a GPU machine with a CUDA vLLM (what was measured on the lent H100/H200):
+
+    python3 perf/inference.py --gpu --model /tmp/model --random-weights-from TOKENIZER_DIR \
+        --prompts-file prompts.json --limit 4096 --max-tokens 64 --rounds 2 --no-openai [--eager]
+
+    `--random-weights-from` writes a random-weight model of that config and tokenizer to --model
+    first (once): random weights rarely emit EOS, so every request decodes its full budget.
 
 (a) output tokens/s of raw `LLM.generate`, of `VLLMEngine.generate` alone and of wenheng's vLLM
     path (`run_with_cache`: cache lookup, engine, cache writes), on the same prompts. Each path is
@@ -41,13 +49,49 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def write_random_model(source: Path, target: Path) -> None:
+    """A model of `source`'s config with random bf16 weights, and its tokenizer, in `target`."""
+    if (target / "model.safetensors").exists():
+        return
+    import shutil
+
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(source), torch_dtype=torch.bfloat16)
+    model.save_pretrained(target)
+    for file in source.iterdir():
+        if file.name != "config.json" and file.is_file():
+            shutil.copy(file, target / file.name)
+    print(f"random-weight model written to {target}", flush=True)
+
+
+def load_prompts(args: argparse.Namespace) -> list[str]:
+    """--limit prompts: the samples' (or --prompts-file's) prompts, repeated to fill the count."""
+    if args.prompts_file:
+        import json
+
+        pool = json.loads(args.prompts_file.read_text(encoding="utf-8"))
+        return (pool * (args.limit // len(pool) + 1))[:args.limit]
+    return sample_prompts()[:args.limit]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--limit", type=int, default=256, help="prompts per pass (CPU time)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="rounds of alternated passes: raw, engine, wenheng, wenheng, engine, raw each")
+    parser.add_argument("--model", default="bundled:gemma3-270m")
+    parser.add_argument("--random-weights-from", type=Path, help="write a random-weight --model from this config")
+    parser.add_argument("--prompts-file", type=Path, help="a JSON list of prompt texts (default: the samples)")
+    parser.add_argument("--gpu", action="store_true", help="CUDA vLLM: CUDA graphs, 60%% of GPU memory")
+    parser.add_argument("--eager", action="store_true", help="with --gpu: vLLM's eager mode")
+    parser.add_argument("--no-openai", action="store_true", help="skip (b), the OpenAI path")
     args = parser.parse_args()
+    if args.random_weights_from:
+        write_random_model(args.random_weights_from, Path(args.model))
 
     from vllm import SamplingParams
 
@@ -55,13 +99,14 @@ def main() -> None:
     from pipeline.engines.cache import ResponseCache, run_with_cache
     from pipeline.engines.vllm_engine import VLLMEngine, shutdown_engines
 
-    engine = VLLMEngine(model="bundled:gemma3-270m", chat_template=False, dtype="bfloat16", max_model_len=2048,
-                        enforce_eager=True, kv_cache_memory_bytes=1 << 30)
+    placement = (dict(gpu_memory_utilization=0.6, enforce_eager=args.eager) if args.gpu
+                 else dict(enforce_eager=True, kv_cache_memory_bytes=1 << 30))
+    engine = VLLMEngine(model=args.model, chat_template=False, dtype="bfloat16", max_model_len=2048, **placement)
     started = time.perf_counter()
     engine.load()
     print(f"model load: {time.perf_counter() - started:.1f} s")
     llm = engine._llm()
-    prompts = sample_prompts()[:args.limit]
+    prompts = load_prompts(args)
     params = SamplingParams(temperature=0.0, max_tokens=args.max_tokens, seed=0)
     requests = [Request(cache_key=f"{i}", messages=({"role": "user", "content": p},), max_tokens=args.max_tokens)
                 for i, p in enumerate(prompts)]
@@ -86,18 +131,27 @@ def main() -> None:
     order = list(paths) + list(reversed(paths))
     for round_ in range(args.rounds):
         for name in order:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             tokens = paths[name]()
-            seconds = time.perf_counter() - started
+            seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
             rates[name].append(tokens / seconds)
-            print(f"  round {round_ + 1}  {name:20s} {tokens} tokens in {seconds:.2f} s = {tokens / seconds:.1f} tok/s",
-                  flush=True)
+            # CPU: this process only (vLLM's engine core and workers are processes of their own)
+            print(f"  round {round_ + 1}  {name:20s} {tokens} tokens in {seconds:.2f} s = {tokens / seconds:.1f} tok/s"
+                  f"  (this process's CPU {cpu:.2f} s)", flush=True)
     raw_rate = _median(rates["raw LLM.generate"])
-    print(f"prompts: {len(prompts)}, max_tokens {args.max_tokens}; medians of {2 * args.rounds} passes each")
+    import vllm
+
+    device = "CPU"
+    if args.gpu:
+        import torch
+
+        device = torch.cuda.get_device_name(0) + (" (eager)" if args.eager else " (CUDA graphs)")
+    print(f"prompts: {len(prompts)}, max_tokens {args.max_tokens}; medians of {2 * args.rounds} passes each; "
+          f"vLLM {vllm.__version__} on {device}")
     print(f"(a) raw LLM.generate:   {raw_rate:.1f} tok/s")
     for name in ("VLLMEngine.generate", "run_with_cache"):
         print(f"    {name + ':':20s} {_median(rates[name]):.1f} tok/s = {_median(rates[name]) / raw_rate:.3f} of raw"
-              f"  (target >= 0.95)")
+              f"  (target >= {0.97 if args.gpu else 0.95})")
 
     with tempfile.TemporaryDirectory() as tmp, ResponseCache(Path(tmp) / "bench.sqlite") as cache:
         run_with_cache(engine, requests, cache)
@@ -107,6 +161,8 @@ def main() -> None:
     print(f"(c) cache hits: {again.cache_hits} items in {hit_s:.3f} s = {again.cache_hits / hit_s:,.0f} items/s"
           f" (prompts sent: {again.sent})")
     shutdown_engines()
+    if args.no_openai:
+        return
     print("(b) OpenAI path:", flush=True)
     subprocess.run([sys.executable, str(Path(__file__).with_name("openai_path.py"))], check=True)
 

@@ -7,7 +7,6 @@ vllm is imported lazily, so loading the pipeline never needs it."""
 from __future__ import annotations
 
 import atexit
-import itertools
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +18,6 @@ from pipeline.engines import Completion, Request
 # One loaded engine per process: partitions of the same model run back to back in one process
 # (`wenheng run`), and loading weights costs far more than a small partition's generation.
 _LOADED: dict[tuple, Any] = {}
-_REQUEST_IDS = itertools.count()
 
 BUNDLED = {"gemma3-270m"}
 
@@ -127,12 +125,19 @@ class VLLMEngine:
             if on_result:
                 on_result(index, completion)
 
+        shared: dict[tuple, SamplingParams] = {}
+
         def sampling(req: Request) -> SamplingParams:
-            return SamplingParams(
-                temperature=req.temperature, max_tokens=req.max_tokens,
-                seed=(self.seed if req.seed is None else req.seed) if own_seeds or not req.temperature else None,
-                output_kind=RequestOutputKind.FINAL_ONLY,
-                structured_outputs=_structured(StructuredOutputsParams, req))
+            # one object per distinct setting, as LLM.generate shares one: vLLM copies what it changes
+            seed = (self.seed if req.seed is None else req.seed) if own_seeds or not req.temperature else None
+            key = (req.temperature, req.max_tokens, seed, req.constrain_to,
+                   None if req.json_schema is None else repr(req.json_schema))
+            if key not in shared:
+                shared[key] = SamplingParams(
+                    temperature=req.temperature, max_tokens=req.max_tokens, seed=seed,
+                    output_kind=RequestOutputKind.FINAL_ONLY,
+                    structured_outputs=_structured(StructuredOutputsParams, req))
+            return shared[key]
 
         # Submit everything at once (vLLM schedules the batch), then step until all are done.
         pending = self._submit(llm, requests, sampling, finish)
@@ -140,29 +145,58 @@ class VLLMEngine:
         _step_until_done(llm.llm_engine, pending, finish)
         return results
 
+    def _prompt(self, llm, req: Request) -> str:
+        if not self.chat_template:
+            return plain_prompt(req.messages)
+        template = self.chat_template if isinstance(self.chat_template, str) else None
+        return llm.get_tokenizer().apply_chat_template(list(req.messages), tokenize=False,
+                                                       add_generation_prompt=True, chat_template=template)
+
     def _submit(self, llm, requests: Sequence[Request], sampling: Callable[[Request], Any],
                 finish: Callable[[int, Completion], None]) -> dict[str, tuple[int, float]]:
-        """Every request added to the engine: request id -> (its index, when it was submitted). A
-        request the engine refuses is finished at once as an error row."""
-        engine = llm.llm_engine
+        """Every request added to the engine: request id -> (its index, when it was submitted).
+
+        Added through `LLM.enqueue`, the path `LLM.generate` itself takes (vLLM's renderer), so
+        the engine gets the same inputs as a raw call. A request the engine refuses (e.g. a prompt
+        longer than max_model_len) is finished at once as an error row, not a lost batch: enqueue
+        takes back a whole batch that fails, so then the requests are added one at a time."""
+        # the rendered chat template already holds <bos>; do not add it twice
+        tokenization = {"add_special_tokens": False} if self.chat_template else None
         pending: dict[str, tuple[int, float]] = {}
+        prompts: list[str] = []
+        params: list[Any] = []
+        indices: list[int] = []
         for index, req in enumerate(requests):
-            params = sampling(req)
-            request_id = f"wenheng-{next(_REQUEST_IDS)}"
             try:
-                if self.chat_template:
-                    template = self.chat_template if isinstance(self.chat_template, str) else None
-                    text = llm.get_tokenizer().apply_chat_template(list(req.messages), tokenize=False,
-                                                                   add_generation_prompt=True, chat_template=template)
-                    # the rendered template already holds <bos>; do not add it twice
-                    engine.add_request(request_id, text, params, tokenization_kwargs={"add_special_tokens": False})
-                else:
-                    engine.add_request(request_id, plain_prompt(req.messages), params)
-            except Exception as exc:  # e.g. a prompt longer than max_model_len: an error row, not a lost batch
+                prompts.append(self._prompt(llm, req))
+            except Exception as exc:  # a template that cannot render these turns
                 finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
                 continue
-            pending[request_id] = (index, time.perf_counter())
+            params.append(sampling(req))
+            indices.append(index)
+        if not prompts:
+            return pending
+        submitted = time.perf_counter()
+        try:
+            ids = llm.enqueue(prompts, params, use_tqdm=False, tokenization_kwargs=tokenization)
+        except Exception:  # one of them was refused: find which, keep the rest
+            for prompt, param, index in zip(prompts, params, indices):
+                try:
+                    (request_id,) = llm.enqueue([prompt], [param], use_tqdm=False, tokenization_kwargs=tokenization)
+                except Exception as exc:
+                    finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
+                    continue
+                pending[_external(request_id)] = (index, time.perf_counter())
+            return pending
+        for request_id, index in zip(ids, indices):
+            pending[_external(request_id)] = (index, submitted)
         return pending
+
+
+def _external(request_id: str) -> str:
+    """enqueue returns the engine's internal id (LLM's counter, then "-" and a random suffix that
+    keeps ids unique); outputs and abort_request use the counter part."""
+    return request_id.partition("-")[0]
 
 
 def _step_until_done(engine, pending: dict[str, tuple[int, float]],

@@ -41,6 +41,9 @@ def test_tiny_model_generates_greedy_text_in_one_batch():
     # prefix caching and a different batch, bf16 can flip a near-tie a few tokens in.
     again = engine.generate([_request(p) for p in prompts[:1]])
     assert again[0].error is None and "5" in again[0].text
+    # A prompt the engine refuses (longer than max_model_len) is an error row; the rest are answered.
+    mixed = engine.generate([_request("长" * 3000), _request(prompts[0])])
+    assert mixed[0].text is None and "1024" in mixed[0].error and mixed[1].error is None and "5" in mixed[1].text
 
 
 def test_tiny_model_inside_the_pipeline(workdir, monkeypatch):
