@@ -2,18 +2,25 @@
 behind `run_with_cache` (cache lookup, engine, every answer stored), on an instant loopback
 server (pipeline/testing/openai_server.py, in its own process, so its CPU is not counted).
 
-    .venv/bin/python perf/cache_write.py [--calls 2000] [--concurrency 32] [--rounds 9]
+    .venv/bin/python perf/cache_write.py [--calls 2000] [--concurrency 32] [--rounds 15]
         [--baseline REV]
 
 The paths run turn about, round after round, each on prompts of its own (nothing is a cache
-hit), each cached round on a fresh cache file: the engine alone; `run_with_cache`; the baseline,
+hit), each cached round on a fresh cache file, each round starting one path further on (so no
+path always runs right after the same one): the engine alone; `run_with_cache`; the baseline,
 `run_with_cache` of an earlier revision's pipeline/engines/cache.py loaded from git (default: the
 last one before answers were batched; HEAD while the change is not committed), skipped when git
 cannot give it; and the reference, the store as it was before batching written out here (the
 engine with one autocommit INSERT per answer on the event loop's thread, `dataclasses.asdict` +
 execute, plus the progress line), which needs no git. Figures are CPU ms per call (process time:
 every thread of this process, the SQLite writer's included), the median over the rounds with the
-range after it, and each path's ratio to the engine alone."""
+range after it, and each path's ratio to the engine alone: the median of the ratios within each
+round, with their interquartile range. The ratio is the figure to compare across runs: on a
+shared machine the load moves every path's CPU per call by 10-20% from one round to the next,
+and pairing within a round takes most of that out; the load average is printed with it. What is
+timed is `run_with_cache` itself: opening the cache and closing it (its last WAL checkpoint) are
+not, and each round's cache file starts empty, so its B-tree is small (a cache of many thousand
+answers costs more per row: more distinct pages written per batch)."""
 
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import argparse
 import dataclasses
 import importlib.util
 import io
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -65,11 +73,18 @@ def baseline_cache(revision: str | None):
     return module, revision
 
 
+def _short(revision: str) -> str:
+    """A revision for a label: a hash cut to 12 characters, keeping a suffix such as `^`."""
+    cut = min((revision.index(c) for c in "^~" if c in revision), default=len(revision))
+    head = revision[:cut]
+    return head[:12] + revision[cut:] if len(head) == 40 else revision
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--latency", type=float, default=0.0, help="the server's seconds per answer")
     parser.add_argument("--baseline", metavar="REV", help="git revision of the cache module to compare with")
     args = parser.parse_args()
@@ -140,14 +155,17 @@ def main() -> None:
 
         paths = {"engine alone": engine_alone, "run_with_cache": cached}
         if old is not None:
-            paths[f"run_with_cache of {revision[:12]}"] = cached_before
+            paths[f"run_with_cache of {_short(revision)}"] = cached_before
         paths["per-answer INSERT (before)"] = per_answer_insert
         engine.generate(batch("warm-up"))
         cpu: dict[str, list[float]] = {name: [] for name in paths}
         wall: dict[str, list[float]] = {name: [] for name in paths}
         failures = 0
+        load_before = os.getloadavg()
+        names = list(paths)
         for round_ in range(args.rounds):
-            for name, path in paths.items():
+            for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+                path = paths[name]
                 requests = batch(f"{name}-{round_}")
                 with tempfile.TemporaryDirectory() as tmp:
                     steps = path(requests, Path(tmp))
@@ -160,12 +178,16 @@ def main() -> None:
                 wall[name].append(args.calls / seconds)
 
         print(f"{args.calls} calls, concurrency {args.concurrency}, {args.latency * 1000:.0f} ms server latency, "
-              f"{args.rounds} interleaved rounds; CPU ms per call, median (range)")
-        alone = statistics.median(cpu["engine alone"])
+              f"{args.rounds} interleaved rounds; CPU ms per call, median (range); ratio to the engine alone "
+              f"in the same round, median (interquartile range)")
+        print("  load average before {:.2f} {:.2f} {:.2f}, after {:.2f} {:.2f} {:.2f}, {} CPUs".format(
+            *load_before, *os.getloadavg(), os.cpu_count()))
         for name in paths:
-            median = statistics.median(cpu[name])
-            print(f"  {name:28s} {median:.3f} ms  ({min(cpu[name]):.3f}-{max(cpu[name]):.3f})  "
-                  f"x{median / alone:.3f} of the engine alone  {statistics.median(wall[name]):5.0f} calls/s")
+            ratios = [mine / alone for mine, alone in zip(cpu[name], cpu["engine alone"], strict=True)]
+            low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios[0],) * 3
+            print(f"  {name:34s} {statistics.median(cpu[name]):.3f} ms  ({min(cpu[name]):.3f}-{max(cpu[name]):.3f})"
+                  f"  x{statistics.median(ratios):.3f} ({low:.3f}-{high:.3f})"
+                  f"  {statistics.median(wall[name]):5.0f} calls/s")
         if old is None:
             print(f"  (no baseline revision: {revision})")
         if failures:

