@@ -13,21 +13,21 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from assets.items import built_partitions
 from assets.sources import content_version, eager_on_changed_data
-from pipeline import paths, progress, schema
-from pipeline.contamination.corpora import CorpusSpec
-from pipeline.contamination.index import ITEM_COLUMNS
-from pipeline.contamination.run import compute_overlap, summary
+from pipeline import paths, progress
 from pipeline.groups import CORPORA
 from pipeline.settings import settings
 from resources.engines import CorporaResource
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.contamination.corpora import CorpusSpec
 
 corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
 
@@ -52,6 +52,9 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
                    pipes_subprocess_client: dg.PipesSubprocessClient):
     """Scans the corpus (only its files that changed since the last scan, unless the items' n-gram
     index changed) and compares it with every built benchmark item."""
+    from pipeline import schema
+    from pipeline.contamination.run import compute_overlap, summary
+
     name = context.partition_key
     specs = corpora.specs()
     if name not in specs:
@@ -87,11 +90,18 @@ def _progress_log(context: dg.AssetExecutionContext):
 
 
 def read_items(files: list[str]) -> list[dict]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.contamination.index import ITEM_COLUMNS
+
     return pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in files]).to_pylist()
 
 
-def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: CorpusSpec, name: str,
+def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec", name: str,
                    items_files: list[str]) -> tuple[list[dict], list[dict], dict]:
+    import pyarrow.parquet as pq
+
     with tempfile.TemporaryDirectory(prefix="wenheng-scan-") as out:
         invocation = client.run(
             context=context, command=[sys.executable, "-m", "pipeline.contamination.pipes_job"],
@@ -106,7 +116,7 @@ def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: CorpusSpec, 
     return rows, quarantine, info
 
 
-def _metadata(info: dict, overlap: pd.DataFrame) -> dict:
+def _metadata(info: dict, overlap: "pd.DataFrame") -> dict:
     per_benchmark = info.get("per benchmark", {})
     table = ["| benchmark | items | checked | too short | contaminated | rate | input | label |",
              "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -129,7 +139,9 @@ def _metadata(info: dict, overlap: pd.DataFrame) -> dict:
             "examples": dg.MetadataValue.json(examples)}
 
 
-def _examples(frame: pd.DataFrame, n: int = 5) -> list[dict]:
+def _examples(frame: "pd.DataFrame", n: int = 5) -> list[dict]:
+    import pandas as pd
+
     return [{"item": r.item_id, "input share": round(float(r.input_share), 3) if pd.notna(r.input_share) else None,
              "label share": round(float(r.label_share), 3) if pd.notna(r.label_share) else None,
              "longest run": int(r.input_longest), "document": r.input_doc, "snippet": r.input_snippet}

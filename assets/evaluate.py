@@ -5,16 +5,11 @@ of `items` and `prompts`."""
 import warnings
 
 import dagster as dg
-import pandas as pd
 
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
-from pipeline import schema
-from pipeline.engines.cache import run_with_cache
 from pipeline.groups import EVALUATE
-from pipeline.inference import give_golds, plan, prompts_for, response_rows
-from pipeline.judge.run import combine_scores
-from pipeline.scoring.rules import score_rows
 from resources.engines import ModelsResource
+from resources.lake import Frame
 
 models_partitions = dg.DynamicPartitionsDefinition(name="models")
 benchmark_x_model = dg.MultiPartitionsDefinition({"benchmark": benchmark_partitions, "model": models_partitions})
@@ -54,10 +49,13 @@ error_rate_check = partition_check(
     check_specs=[error_rate_check],
     ins={**ITEM_STAGE_INS, "prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
 )
-def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: pd.DataFrame,
-              items: pd.DataFrame):
+def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: Frame, items: Frame):
     """The model's answer to every prompt of the benchmark, served from the response cache where
     the same model, engine parameters, prompt and sampling parameters were seen before."""
+    from pipeline import schema
+    from pipeline.engines.cache import run_with_cache
+    from pipeline.inference import give_golds, plan, prompts_for, response_rows
+
     benchmark, model = _partition(context)
     threshold = max_error_rate()   # read before any model is asked: a bad value fails at once
     spec = models.spec(model)
@@ -95,11 +93,14 @@ def max_error_rate() -> float:
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
     kinds={"parquet"}, automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
-def scores(context: dg.AssetExecutionContext, responses: pd.DataFrame, items: pd.DataFrame,
-           judgements: pd.DataFrame) -> dg.Output[pd.DataFrame]:
+def scores(context: dg.AssetExecutionContext, responses: Frame, items: Frame, judgements: Frame) -> dg.Output[Frame]:
     """Rule scores for each response (kind 'rule'): option extraction, label match,
     fill-in-the-blank, chrF/BLEU; items only a judge can score get a null score with the reason.
     Beside each judged response, the judge's score (kind 'judge', from `judgements`)."""
+    from pipeline import schema
+    from pipeline.judge.run import combine_scores
+    from pipeline.scoring.rules import score_rows
+
     answered = schema.records(items[items["item_id"].isin(responses["item_id"])])
     rows = combine_scores(score_rows(schema.records(responses), answered), schema.records(judgements))
     frame = schema.to_frame(rows, schema.SCORES)

@@ -4,39 +4,35 @@ Each stage is partitioned by benchmark like raw_items, so a corrected WYWEB item
 items, clusters, variants and prompts only. `contamination` compares benchmarks with each other,
 so it alone reads every benchmark's items."""
 
-
 import dataclasses
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
-from pipeline import benchmarks, paths, schema
+from pipeline import benchmarks, paths
 from pipeline.config import load_dedup_params, load_duplicate_policy, load_models, load_sources
 from pipeline.corrections import DIFF_FIELDS
-from pipeline.dedup import DedupParams, conflicting_clusters, evaluation_items
-from pipeline.dedup.policy import QUALITY_FLAGS, quality_items, quality_report
-from pipeline.dedup.signatures import SIGNATURES_SCHEMA, clusters_from_signatures, contamination_from_signatures
-from pipeline.dedup.signatures import item_signatures as item_signatures_of
+from pipeline.dedup.params import DedupParams
+from pipeline.dedup.policy import QUALITY_FLAGS, conflicting_clusters, evaluation_items, quality_items, quality_report
 from pipeline.groups import ITEMS
 from pipeline.prompts import asked_pairs, build_prompt_columns
-from pipeline.script import variants_table
-from pipeline.standardize import build_items
+from pipeline.rows import stable_hash
 from resources.engines import ModelsResource, SourcesResource
-from resources.lake import partition_file
+from resources.lake import Frame, partition_file
 
-# as schema.to_frame gives integer columns: nullable
-_NULLABLE_INTS = {pa.int64(): pd.Int64Dtype()}
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def _previous_items(benchmark: str) -> list[dict] | None:
     """This benchmark's items as last built (its partition file), which a new source version is
     diffed against (and whose scripts are reused), with the columns build_items reads; None
     before the first build."""
+    import pyarrow.parquet as pq
+
     file = partition_file(paths.lake_dir(), "items", benchmark)
     return pq.read_table(file, columns=_DIFFED).to_pylist() if file.is_file() else None
 
@@ -73,7 +69,12 @@ _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash
                      "no item is flagged for data quality (" + "; ".join(QUALITY_FLAGS.values()) + "); flagged "
                      "items are left out of evaluation unless the sources file says quality: keep"))],
 )
-def standardized_items(context: dg.AssetExecutionContext, raw_items: pd.DataFrame, sources: SourcesResource):
+def standardized_items(context: dg.AssetExecutionContext, raw_items: Frame, sources: SourcesResource):
+    import pandas as pd
+
+    from pipeline import schema
+    from pipeline.standardize import build_items
+
     benchmark = context.partition_key
     # the configured sources: corrections scoped to a source path are matched against them
     items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
@@ -113,7 +114,7 @@ def dedup_code_version(code: str, sources_file: Path | None = None) -> str:
         return code
     if params == DedupParams():
         return code
-    return f"{code}.{schema.stable_hash(dataclasses.asdict(params))[:12]}"
+    return f"{code}.{stable_hash(dataclasses.asdict(params))[:12]}"
 
 
 def _dedup_params(sources: SourcesResource) -> tuple[DedupParams, dict[str, dg.MetadataValue]]:
@@ -132,11 +133,17 @@ _CLUSTERED = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
 
 @dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("1"), kinds={"parquet"},
           partitions_def=benchmark_partitions)
-def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame,
-                    sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+def item_signatures(context: dg.AssetExecutionContext, items: Frame, sources: SourcesResource) -> dg.Output[Frame]:
     """Each item's dedup match keys and MinHash signature (pipeline/dedup/signatures.py), keyed by
     a hash of the key and the dedup parameters (`dedup:` in the sources file): the rows of the
     previous build whose key is unchanged are reused, so only new or edited items are hashed."""
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from pipeline import schema
+    from pipeline.dedup.signatures import SIGNATURES_SCHEMA
+    from pipeline.dedup.signatures import item_signatures as item_signatures_of
+
     params, shown = _dedup_params(sources)
     previous_file = partition_file(paths.lake_dir(), "item_signatures", context.partition_key)
     # what reuse needs of the previous rows: the MinHash of each key hash
@@ -154,10 +161,13 @@ def item_signatures(context: dg.AssetExecutionContext, items: pd.DataFrame,
     check_specs=[partition_check("consistent_gold", "dedup_clusters",
                                  "duplicates within the benchmark share their gold answer")],
 )
-def dedup_clusters(items: pd.DataFrame, item_signatures: pd.DataFrame, sources: SourcesResource):
+def dedup_clusters(items: Frame, item_signatures: Frame, sources: SourcesResource):
     """Near- and exact-duplicate clusters within the benchmark (MinHashLSH candidates from the
     stored signatures, exact Jaccard, union-find), with the parameters of `dedup:` in the
     sources file."""
+    from pipeline import schema
+    from pipeline.dedup.signatures import clusters_from_signatures
+
     params, shown = _dedup_params(sources)
     # metadata: which part of a question group an item asks (consistent_gold compares like with like)
     records = schema.records(items[[*_CLUSTERED, "metadata"]])
@@ -179,8 +189,10 @@ def built_partitions(asset: str) -> list[Path]:
     return [file for file in files if file.is_file()]
 
 
-def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
+def _built_partitions(asset: str, columns: list[str]) -> "list[pa.Table]":
     """The non-empty built partitions of `asset`, read for `columns` only."""
+    import pyarrow.parquet as pq
+
     tables = (pq.read_table(file, columns=columns) for file in built_partitions(asset))
     return [table for table in tables if table.num_rows]
 
@@ -194,9 +206,14 @@ def _built_partitions(asset: str, columns: list[str]) -> list[pa.Table]:
     # waiting for benchmarks that were never built
     automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
 )
-def contamination(sources: SourcesResource) -> dg.Output[pd.DataFrame]:
+def contamination(sources: SourcesResource) -> dg.Output[Frame]:
     """Duplicate pairs across benchmarks, from the stored signatures (`contamination_threshold`
     of `dedup:` in the sources file): reported, never dropped."""
+    import pyarrow as pa
+
+    from pipeline import schema
+    from pipeline.dedup.signatures import contamination_from_signatures
+
     params, shown = _dedup_params(sources)
     items = _built_partitions("items", _CLUSTERED)
     records = pa.concat_tables(items).to_pylist() if items else []
@@ -212,11 +229,15 @@ def contamination(sources: SourcesResource) -> dg.Output[pd.DataFrame]:
 
 @dg.asset(group_name=ITEMS, io_manager_key="lake", code_version="3", kinds={"parquet"},
           partitions_def=benchmark_partitions)
-def item_variants(context: dg.AssetExecutionContext, items: pd.DataFrame,
-                  models: ModelsResource) -> dg.Output[pd.DataFrame]:
+def item_variants(context: dg.AssetExecutionContext, items: Frame, models: ModelsResource) -> dg.Output[Frame]:
     """Each item as stored (original), in simplified (OpenCC t2s) and traditional (s2t) script, plus
     any regional form a model asks for (traditional_tw / traditional_hk). The rows of the previous
     build are reused for items whose text is unchanged; only new or edited items are converted."""
+    import pyarrow.parquet as pq
+
+    from pipeline import schema
+    from pipeline.script import variants_table
+
     wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
                                             - set(schema.VARIANTS))
     previous_file = partition_file(paths.lake_dir(), "item_variants", context.partition_key)
@@ -248,13 +269,13 @@ def prompts_code_version(models_file: Path | None = None) -> str:
         asked = {name: sorted(asked_pairs(specs, name)) for name in sorted(benchmarks.names())}
     except Exception:  # noqa: BLE001 - a broken models file must not break loading the definitions
         return PROMPTS_CODE_VERSION
-    return f"{PROMPTS_CODE_VERSION}.{schema.stable_hash(asked)[:12]}"
+    return f"{PROMPTS_CODE_VERSION}.{stable_hash(asked)[:12]}"
 
 
 @dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=prompts_code_version(), kinds={"parquet"},
           partitions_def=benchmark_partitions)
-def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variants: pd.DataFrame,
-            dedup_clusters: pd.DataFrame, sources: SourcesResource, models: ModelsResource) -> dg.Output[pd.DataFrame]:
+def prompts(context: dg.AssetExecutionContext, items: Frame, item_variants: Frame, dedup_clusters: Frame,
+            sources: SourcesResource, models: ModelsResource) -> dg.Output[Frame]:
     """Every item variant of the evaluated splits, rendered under each protocol setting of its
     benchmark (its card's protocol.yaml) that a model of models.yaml asks of it in that variant
     (its `variants` x its `settings`, by default the protocol's `default_settings`), leaving out
@@ -263,6 +284,11 @@ def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variant
     items when that is set. A pair no model asks is not rendered; a model or setting added to
     models.yaml adds its rows at the next build, and the rows of the pairs already asked stay
     as they were (the code version follows the pairs asked: `prompts_code_version`)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from pipeline import schema
+
     benchmark = context.partition_key
     asked = asked_pairs(models.specs().values(), benchmark)
     policy = load_duplicate_policy(sources.path())
@@ -277,7 +303,8 @@ def prompts(context: dg.AssetExecutionContext, items: pd.DataFrame, item_variant
     limit = sources.limit()
     columns = build_prompt_columns(kept, variants, evaluate, limit=limit,   # messages already JSON text
                                    asked={benchmark: asked})
-    frame = pa.Table.from_pydict(columns, schema=schema.PROMPTS).to_pandas(types_mapper=_NULLABLE_INTS.get)
+    nullable_ints = {pa.int64(): pd.Int64Dtype()}   # as schema.to_frame gives integer columns
+    frame = pa.Table.from_pydict(columns, schema=schema.PROMPTS).to_pandas(types_mapper=nullable_ints.get)
     per_setting = {str(s): int(n) for s, n in frame.groupby("setting").size().items()}
     return dg.Output(frame, data_version=content_version(frame, ["item_id", "variant", "setting", "prompt_hash"]),
                      metadata={"per setting": dg.MetadataValue.json(per_setting), "duplicates": policy,

@@ -4,25 +4,27 @@ judge can be trusted on that partition). Who judges what: models.yaml `judges:`;
 pipeline/judge."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
 
 from assets.evaluate import ITEM_STAGE_INS, _partition, after_responses, benchmark_x_model
 from assets.sources import partition_check
-from pipeline import paths, schema
+from pipeline import paths
 from pipeline.config import JudgeSpec, load_judges
 from pipeline.groups import EVALUATE
-from pipeline.judge import reliability
-from pipeline.judge.run import JudgeStats, judge_responses, prompt_set, repeat_scores
 from resources.engines import ModelsResource
+from resources.lake import Frame
+
+if TYPE_CHECKING:
+    from pipeline.judge.run import JudgeStats
 
 
 def _judge(models: ModelsResource, benchmark: str) -> JudgeSpec | None:
     return load_judges(Path(models.models_file) if models.models_file else paths.models_file()).get(benchmark)
 
 
-def _stats(stats: JudgeStats) -> dict[str, int]:
+def _stats(stats: "JudgeStats") -> dict[str, int]:
     return {"judge_calls": stats.calls, "judge_cache_hits": stats.cache_hits, "judge_calls_sent": stats.sent,
             "judge_errors": stats.errors}
 
@@ -33,11 +35,13 @@ def _stats(stats: JudgeStats) -> dict[str, int]:
     check_specs=[partition_check("verdict_rate", "judgements", "share of judgeable responses with a readable verdict",
                                  partitions_def=benchmark_x_model)],
 )
-def judgements(context: dg.AssetExecutionContext, models: ModelsResource, responses: pd.DataFrame,
-               items: pd.DataFrame):
+def judgements(context: dg.AssetExecutionContext, models: ModelsResource, responses: Frame, items: Frame):
     """The judge's verdict on every response the card routes to it (temperature 0, through the
     response cache, unreadable verdicts retried with a format reminder). Empty when models.yaml
     names no judge for the benchmark."""
+    from pipeline import schema
+    from pipeline.judge.run import judge_responses, prompt_set
+
     benchmark, _ = _partition(context)
     judge = _judge(models, benchmark)
     if judge is None:
@@ -62,11 +66,15 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
 )
-def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: pd.DataFrame,
-                      scores: pd.DataFrame, responses: pd.DataFrame, items: pd.DataFrame):
+def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: Frame,
+                      scores: Frame, responses: Frame, items: Frame):
     """Per task: the spread of k repeat verdicts at a temperature above 0 on a seeded sample,
     judge vs rule agreement (accuracy, Cohen's kappa) on exact-answer items, and option-order
     swap consistency (n/a: no pairwise or ordered judge prompts)."""
+    from pipeline import schema
+    from pipeline.judge import reliability
+    from pipeline.judge.run import JudgeStats, prompt_set, repeat_scores
+
     benchmark, model = _partition(context)
     judge = _judge(models, benchmark)
     judged = schema.records(judgements)

@@ -1,20 +1,26 @@
 """raw_items[benchmark]: each benchmark's own files, parsed as they are; unreadable rows quarantined.
 
 Every item stage is partitioned by benchmark (`benchmark_partitions`, one key per card in the
-registry), so a change to one benchmark's files or corrections rebuilds only its partitions."""
+registry), so a change to one benchmark's files or corrections rebuilds only its partitions.
+
+The assets' modules import pandas, pyarrow and the modules that do their work inside the assets'
+functions: loading the definitions (`dagster dev`, every `wenheng` command) then imports none of
+them (perf/startup.py). Lake frames are annotated `Frame` (resources/lake.py), which Dagster
+resolves without pandas. (No `from __future__ import annotations` in these modules: Dagster
+compares a `context` annotation with its context classes as written, and a string is none of them.)"""
 
 import warnings
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
 
-from pipeline import benchmarks, schema
+from pipeline import benchmarks
 from pipeline.config import load_sources
 from pipeline.groups import SOURCES
-from pipeline.sources.accounting import rows_accounted
-from pipeline.sources.digest import frame_digest
-from pipeline.sources.ingest import parse_source
 from resources.engines import SourcesResource
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 benchmark_partitions = dg.StaticPartitionsDefinition(list(benchmarks.names()))
 
@@ -27,9 +33,11 @@ def partition_check(name: str, asset: str, description: str, **kwargs) -> dg.Ass
                                  description=description, **kwargs)
 
 
-def content_version(frame: pd.DataFrame, columns: list[str] | None = None) -> dg.DataVersion:
+def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> dg.DataVersion:
     """Data version from content, so an unchanged partition does not mark its downstream stale
     (pipeline/sources/digest.py: vectorised, column by column)."""
+    from pipeline.sources.digest import frame_digest
+
     return dg.DataVersion(frame_digest(frame, columns))
 
 
@@ -53,6 +61,10 @@ def eager_on_changed_data() -> dg.AutomationCondition:
                                  "fails when a file's parser stopped part-way (its rows are not accounted for)")],
 )
 def raw_items(context: dg.AssetExecutionContext, sources: SourcesResource):
+    from pipeline import schema
+    from pipeline.sources.accounting import rows_accounted
+    from pipeline.sources.ingest import parse_source
+
     benchmark = context.partition_key
     specs = load_sources(sources.path())
     if benchmark not in specs:

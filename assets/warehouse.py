@@ -1,25 +1,25 @@
 """The DuckDB warehouse: base tables from the lake, then every view and aggregate in sql/; and the
 scores it holds as assets the UI shows: `leaderboard` and `paper_tables_<benchmark>`."""
 
-
 import base64
 import functools
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
 
 from assets.evaluate import after_responses
 from assets.judge import judge_reliability
-from pipeline import aggregate, charts, paths
+from pipeline import paths
 from pipeline.benchmarks import cards
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.groups import WAREHOUSE
-from pipeline.reports import text as report
-from pipeline.schema import PAPER_TABLES, column_notes
-from pipeline.warehouse import connect_readonly, publish
 from resources.engines import WarehouseResource
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.benchmarks.benchmark_card import BenchmarkCard
 
 # The side reports change together with the items, whose changes reach the warehouse through
 # judge_reliability after the partitions re-run: reacting to them as well would publish once
@@ -48,6 +48,8 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     """items, quarantine, corrections_audit, dedup_clusters, contamination, item_variants, prompts,
     responses (to the current prompts) and their scores, plus the views and aggregates of sql/ and
     of the benchmark cards (model_task_scores, leaderboard, ...)."""
+    from pipeline.warehouse import connect_readonly, publish
+
     db_path = warehouse_db.path()
     result = publish(db_path, paths.lake_dir(), paths.SQL_DIR)
     counts = result.counts
@@ -70,16 +72,15 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
 # They read the built warehouse and return metadata only (MaterializeResult): the rows stay in
 # DuckDB, never copied into the lake.
 
-# Columns of paper_tables whose meaning is not in their name (their notes in pipeline/schema.py).
-COLUMN_NOTES = column_notes(PAPER_TABLES)
 
-
-def scores_markdown(frame: pd.DataFrame, titles: dict[str, str],
-                    chart: Callable[[pd.DataFrame, str], str] | None = None) -> str:
+def scores_markdown(frame: "pd.DataFrame", titles: dict[str, str],
+                    chart: "Callable[[pd.DataFrame, str], str] | None" = None) -> str:
     """Paper-table rows (of `paper_tables`) as Markdown: per paper table and run setting a table
     with a row per paper row and a column per model, each cell the score x100, its 95% interval,
     scored/items and coverage (the cells `wenheng leaderboard` prints); then, if given,
     `chart(rows, title)` of the paper table. Tables keep the order of `frame`."""
+    from pipeline.reports import text as report
+
     if frame.empty:
         return "No scored items yet: materialize `warehouse` after a run."
     frame = frame.astype(object).where(frame.notna(), None)
@@ -99,7 +100,9 @@ def scores_markdown(frame: pd.DataFrame, titles: dict[str, str],
     return "\n".join(out)
 
 
-def _markdown_table(part: pd.DataFrame) -> list[str]:
+def _markdown_table(part: "pd.DataFrame") -> list[str]:
+    from pipeline.reports import text as report
+
     suffix = part["metric"].map(lambda m: f" ({report.SHOWN_METRICS[m]})" if m in report.SHOWN_METRICS else "")
     part = part.assign(row=part["row_label"] + suffix,
                        cell=[f"{report.cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
@@ -120,11 +123,13 @@ def _md(text) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-def chart_markdown(frame: pd.DataFrame, title: str, cache_dir: Path | None = None,
+def chart_markdown(frame: "pd.DataFrame", title: str, cache_dir: Path | None = None,
                    colours: dict[str, str] | None = None) -> str:
     """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources.
     With `cache_dir`, a chart drawn before for the same rows is read from there, not drawn;
     `colours`: model -> colour, the same in every chart."""
+    from pipeline import charts
+
     png = charts.cached_chart(frame, title, "png", cache_dir, colours)
     return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
@@ -134,12 +139,16 @@ def chart_cache(db_path: Path) -> Path:
     return db_path.parent / "charts"
 
 
-def _scores_result(con, frame: pd.DataFrame, relation: str, db_path: Path,
+def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
                    extra: dict | None = None) -> dg.MaterializeResult:
     """`frame`'s rows as the UI's Markdown (tables and charts, unchanged ones from the chart cache),
     with the columns of `relation` (the warehouse table or view the asset stands for) and the row
     count."""
-    schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=COLUMN_NOTES.get(name))
+    from pipeline import charts
+    from pipeline.schema import PAPER_TABLES, column_notes
+
+    notes = column_notes(PAPER_TABLES)   # the columns whose meaning is not in their name
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=notes.get(name))
                                      for name, kind, *_ in con.execute(f'DESCRIBE "{relation}"').fetchall()])
     titles = {name: c.title for name, c in cards().items()}
     # one colour per model across every asset's charts: from every model in the warehouse
@@ -162,6 +171,8 @@ def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResour
     / items and coverage, and a bar chart per benchmark (metadata `scores`); metadata `report`:
     the HTML report of this warehouse (written here for a run launched from the UI or a sensor,
     by `wenheng run` as it ends for its own runs)."""
+    from pipeline.warehouse import connect_readonly
+
     db_path = warehouse_db.path()
     report_file = _report(context, db_path)
     with connect_readonly(db_path) as con:
@@ -191,7 +202,7 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
     return write_reports(db_path, out, info | {"dagster_run_id": context.run.run_id})
 
 
-def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
+def paper_tables_asset(bench: "BenchmarkCard") -> dg.AssetsDefinition:
     @dg.asset(
         name=f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"},
         deps=[warehouse], automation_condition=dg.AutomationCondition.eager(),
@@ -200,6 +211,9 @@ def paper_tables_asset(bench: BenchmarkCard) -> dg.AssetsDefinition:
                     "coverage, and a bar chart per table (metadata `scores`).",
     )
     def _asset(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
+        from pipeline import aggregate
+        from pipeline.warehouse import connect_readonly
+
         order = {spec.name: i for i, spec in enumerate(aggregate.load_tables(bench.folder / "tables.yaml").tables)}
         db_path = warehouse_db.path()
         with connect_readonly(db_path) as con:

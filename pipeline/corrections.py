@@ -34,7 +34,7 @@ from typing import Any
 import yaml
 
 from pipeline.paths import PROJECT_ROOT
-from pipeline.schema import derive_fields
+from pipeline.rows import derive_fields
 
 TEXT_FIELDS = ("context", "question", "answer")
 LIST_FIELDS = ("choices", "references")

@@ -22,7 +22,6 @@ from pipeline.corrections import CorrectionsError
 from pipeline.executors import executor_from_env
 from pipeline.groups import CORPORA, EVALUATE, ITEMS, SOURCES, WAREHOUSE
 from pipeline.settings import Settings
-from pipeline.sources.ingest import source_fingerprints
 from resources.engines import CorporaResource, ModelsResource, SourcesResource, WarehouseResource
 from resources.lake import ParquetLakeIOManager
 
@@ -144,6 +143,8 @@ def corpora_sensor(context: dg.SensorEvaluationContext):
            description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
                        "changed; responses, scores and the warehouse follow through their automation conditions.")
 def source_changes_sensor(context: dg.SensorEvaluationContext):
+    from pipeline.sources.ingest import source_fingerprints  # the adapters' modules: imported when it runs
+
     try:
         current = source_fingerprints(paths.sources_file(), paths.corrections_dir(),
                                       benchmark_partitions.get_partition_keys())

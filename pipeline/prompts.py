@@ -11,7 +11,7 @@ from typing import Any
 
 from pipeline.benchmarks import card
 from pipeline.benchmarks.benchmark_card import Protocol, Setting
-from pipeline.schema import OPTION_LETTERS, PROMPTS, stable_hash
+from pipeline.rows import OPTION_LETTERS, stable_hash
 
 
 def protocol(benchmark: str) -> Protocol:
@@ -199,6 +199,8 @@ def build_prompt_columns(items: list[dict[str, Any]], variants: list[dict[str, A
     """build_prompt_rows as columns (schema.PROMPTS' columns, in its order), with `messages`
     already in the JSON text schema.to_frame writes for it: a table is made without a dict (and
     a list and a dict for the messages) per row."""
+    from pipeline.schema import PROMPTS  # imported here: pyarrow; the definitions import this module
+
     columns: dict[str, list[Any]] = {name: [] for name in PROMPTS.names}
     item_ids, benchmarks, variant_names, settings, messages, budgets, hashes = (columns[name] for name in (
         "item_id", "benchmark", "variant", "setting", "messages", "max_tokens", "prompt_hash"))

@@ -16,11 +16,18 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
+# numpy, pandas and pyarrow are imported in the functions that use them: the row helpers (hashes,
+# JSON) are imported by modules the definitions load, and pandas alone costs 0.35 s at start-up
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+# Option labels, in order: choices[i] is labelled OPTION_LETTERS[i] everywhere (prompts, golds,
+# baselines, constrained decoding, extraction).
+OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 # Columns that hold a JSON document in a table and a dict (or list) in memory: encoded by
 # `to_frame` and decoded by `records`, so no stage in between ever parses or writes JSON.
@@ -29,6 +36,8 @@ JSON_COLUMNS = frozenset({"metadata", "details", "messages"})
 
 def to_frame(rows: Iterable[dict[str, Any]], schema: pa.Schema) -> pd.DataFrame:
     """Rows (dicts) -> a frame with exactly `schema`'s columns; unknown keys are an error."""
+    import pyarrow as pa
+
     rows = list(rows)
     names = schema.names
     for row in rows[:1]:
@@ -80,6 +89,10 @@ def gc_paused() -> Iterator[None]:
 
 def _python_values(series: pd.Series) -> list[Any]:
     """One column as Python values, equal (value and type) to those Arrow's to_pylist gives."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
     dtype = series.dtype
     if isinstance(dtype, np.dtype):
         if dtype.kind == "O":
@@ -140,6 +153,9 @@ def _encode(value: Any) -> str | None:
 
 def _types_mapper(arrow_type: pa.DataType):
     # Keep strings as object columns (None for null) and integers nullable.
+    import pandas as pd
+    import pyarrow as pa
+
     if pa.types.is_integer(arrow_type):
         return pd.Int64Dtype()
     return None

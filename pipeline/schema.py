@@ -11,6 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from pipeline.rows import JSON_COLUMNS as JSON_COLUMNS
+from pipeline.rows import OPTION_LETTERS as OPTION_LETTERS
 from pipeline.rows import answer_hash as answer_hash
 from pipeline.rows import canonical_json as canonical_json
 from pipeline.rows import content_hash as content_hash
@@ -20,10 +21,6 @@ from pipeline.rows import records as records
 from pipeline.rows import stable_hash as stable_hash
 from pipeline.rows import stable_json as stable_json
 from pipeline.rows import to_frame as to_frame
-
-# Option labels, in order: choices[i] is labelled OPTION_LETTERS[i] everywhere (prompts, golds,
-# baselines, constrained decoding, extraction).
-OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 ITEM_FORMATS = (
     "mcq_single", "mcq_multi", "fill_blank", "open_qa", "generation",

@@ -7,18 +7,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from functools import cache
 from operator import ne
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import opencc
-import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
+# numpy, pandas, pyarrow and OpenCC are imported where they are used: pipeline.config imports this
+# module for VARIANT_CONFIGS, and the definitions load it (pandas alone costs 0.35 s at start-up)
+if TYPE_CHECKING:
+    import numpy as np
+    import opencc
+    import pandas as pd
+    import pyarrow as pa
 
 
 @cache
 def converter(config: str) -> opencc.OpenCC:
     """OpenCC configs: s2t / t2s (OpenCC standard), s2tw / s2hk (regional forms), t2tw, ..."""
+    import opencc
+
     return opencc.OpenCC(config)
 
 
@@ -117,33 +121,44 @@ def make_variants(items: Iterable[dict[str, Any]], variants: Sequence[str]) -> l
     return rows
 
 
-# The columns of schema.ITEM_VARIANTS (tested equal; schema imports this module for detect_script, so an
-# import from there would be a circle).
-VARIANT_COLUMNS = pa.schema([
-    ("item_id", pa.string()), ("variant", pa.string()), ("benchmark", pa.string()),
-    *((name, pa.string()) for name in TEXT_FIELDS[:2]), ("choices", pa.list_(pa.string())),
-    ("answer", pa.string()), ("references", pa.list_(pa.string())),
-])
+@cache
+def variant_columns() -> pa.Schema:
+    """The columns of schema.ITEM_VARIANTS (tested equal; schema imports this module for
+    detect_script, so an import from there would be a circle)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("item_id", pa.string()), ("variant", pa.string()), ("benchmark", pa.string()),
+        *((name, pa.string()) for name in TEXT_FIELDS[:2]), ("choices", pa.list_(pa.string())),
+        ("answer", pa.string()), ("references", pa.list_(pa.string())),
+    ])
+
+
 _SOURCE = ("item_id", "benchmark", *TEXT_FIELDS, *LIST_FIELDS)   # what an item's variants are made of
 
 
 def variants_table(items: pd.DataFrame, variants: Sequence[str], previous: pa.Table | None = None
                    ) -> tuple[pa.Table, dict[str, int]]:
-    """make_variants on a frame of items, as a table (VARIANT_COLUMNS), and {"reused": n,
+    """make_variants on a frame of items, as a table (variant_columns()), and {"reused": n,
     "converted": m} items. `previous` is the table as last built: an item whose `original` row
     there holds its benchmark and texts unchanged, and which has a row for every variant asked,
     takes those rows as they are; only new or edited items are converted (so a new OpenCC
     release is seen by the edited items only, until the table is built without `previous`)."""
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+
+    columns = variant_columns()
     for variant in variants:
         if variant not in VARIANT_CONFIGS:
             raise ValueError(f"unknown script variant {variant!r}; expected one of {', '.join(VARIANT_CONFIGS)}")
-    current = pa.Table.from_pandas(items[list(_SOURCE)], schema=pa.schema([VARIANT_COLUMNS.field(n) for n in _SOURCE]),
+    current = pa.Table.from_pandas(items[list(_SOURCE)], schema=pa.schema([columns.field(n) for n in _SOURCE]),
                                    preserve_index=False)
     variants = list(variants)
     kept = np.zeros(current.num_rows, dtype=bool)
     rows_of: dict[str, np.ndarray] = {}   # per variant: each item's row in `previous` (-1: none)
     if previous is not None and previous.num_rows and current.num_rows and variants:
-        previous = previous.select(VARIANT_COLUMNS.names).cast(VARIANT_COLUMNS).replace_schema_metadata(None)
+        previous = previous.select(columns.names).cast(columns).replace_schema_metadata(None)
         ids = pd.Index(previous.column("item_id").to_numpy(zero_copy_only=False))
         variant = previous.column("variant").to_numpy(zero_copy_only=False)
         wanted = current.column("item_id").to_numpy(zero_copy_only=False)
@@ -157,7 +172,7 @@ def variants_table(items: pd.DataFrame, variants: Sequence[str], previous: pa.Ta
     fresh = np.flatnonzero(~kept)
     made = make_variants(current.take(fresh).to_pylist(), variants) if len(fresh) else []
     counts = {"reused": int(kept.sum()), "converted": len(fresh)}
-    table = pa.Table.from_pylist(made, schema=VARIANT_COLUMNS)
+    table = pa.Table.from_pylist(made, schema=columns)
     if not kept.any():
         return table, counts
     # item-major, variant-minor, as make_variants orders them: kept items' rows from `previous`,
@@ -172,6 +187,9 @@ def variants_table(items: pd.DataFrame, variants: Sequence[str], previous: pa.Ta
 def _same_source(now: pa.Table, before: pa.Table) -> np.ndarray:
     """Row by row: does `before` (original variant rows) hold `now`'s benchmark and texts? A null
     list now is the empty list make_variants writes for it."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     same = np.ones(now.num_rows, dtype=bool)
     for name in ("benchmark", *TEXT_FIELDS):
         a, b = now.column(name), before.column(name)

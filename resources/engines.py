@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 
 from pipeline import paths
 from pipeline.config import ModelSpec, load_models
-from pipeline.engines.cache import ResponseCache, open_cache
 from pipeline.engines.registry import build_engine
 from pipeline.settings import settings
+
+if TYPE_CHECKING:
+    from pipeline.engines.cache import ResponseCache
 
 
 class ModelsResource(dg.ConfigurableResource):
@@ -32,6 +35,8 @@ class ModelsResource(dg.ConfigurableResource):
 
     def response_cache(self) -> ResponseCache:
         """The response cache, opened for a `with` block."""
+        from pipeline.engines.cache import open_cache  # imported here: it imports pandas and pyarrow
+
         return open_cache(self.cache_dir or None)
 
 

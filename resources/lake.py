@@ -15,18 +15,33 @@ lines are events the run would store; the instance's `python_log_level: INFO` ke
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from upath import UPath
 
-from pipeline import paths, schema
+from pipeline import paths
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
 RAW_PREFIX = "raw_"   # raw_items holds schema.RAW_ROWS
+
+
+def _is_frame(_context, value) -> bool:
+    pandas = sys.modules.get("pandas")   # not imported yet: nothing is a DataFrame
+    return pandas is not None and isinstance(value, pandas.DataFrame)
+
+
+# What a lake asset passes and is passed: a pandas DataFrame. A Dagster type of its own, not the
+# annotation `pd.DataFrame`, because Dagster resolves the assets' annotations as the definitions
+# load, and pandas costs 0.35 s of start-up.
+Frame = dg.DagsterType(name="DataFrame", type_check_fn=_is_frame,
+                       description="A pandas DataFrame, stored as a Parquet file of the lake.")
 
 
 def partition_file(lake_dir: Path, asset: str, *partition: str) -> Path:
@@ -38,6 +53,10 @@ def partition_file(lake_dir: Path, asset: str, *partition: str) -> Path:
 def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
     """The Arrow schema an asset's lake files are written with: the table of the same name in
     pipeline/schema.py (items -> ITEMS, corrections_audit -> CORRECTIONS_AUDIT, ...)."""
+    import pyarrow as pa
+
+    from pipeline import schema
+
     name = asset_key.path[-1]
     if name.startswith(RAW_PREFIX):
         return schema.RAW_ROWS
@@ -51,6 +70,8 @@ def lake_schema(asset_key: dg.AssetKey) -> pa.Schema:
 def to_arrow(frame: pd.DataFrame, table_schema: pa.Schema) -> pa.Table:
     """A frame -> an Arrow table with exactly `table_schema`; a missing or extra column is an error
     (pyarrow would silently drop an extra one)."""
+    import pyarrow as pa
+
     missing = [n for n in table_schema.names if n not in frame.columns]
     extra = [c for c in frame.columns if c not in table_schema.names]
     if missing or extra:
@@ -64,6 +85,8 @@ class ParquetLake(dg.UPathIOManager):
     def dump_to_path(self, context: dg.OutputContext, obj: pd.DataFrame | None, path: UPath) -> None:
         if obj is None:
             return
+        import pyarrow.parquet as pq
+
         table = to_arrow(obj, lake_schema(context.asset_key))
         # Written beside the target under a name no other writer uses (and the warehouse's
         # `*.parquet` globs skip), then renamed over it: a crash never leaves a half-written file.
@@ -75,10 +98,13 @@ class ParquetLake(dg.UPathIOManager):
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
+        _drop_captured(context)
 
     def load_from_path(self, context: dg.InputContext, path: UPath) -> pd.DataFrame:
         if not path.is_file():
             raise FileNotFoundError(f"{path} is missing: materialize {context.asset_key.to_user_string()} first")
+        import pyarrow.parquet as pq
+
         return pq.read_table(path).to_pandas()
 
     def get_metadata(self, context: dg.OutputContext, obj: pd.DataFrame | None) -> dict[str, dg.MetadataValue]:
@@ -87,6 +113,20 @@ class ParquetLake(dg.UPathIOManager):
         columns = [dg.TableColumn(f.name, str(f.type)) for f in lake_schema(context.asset_key)]
         return {"rows": dg.MetadataValue.int(len(obj)),
                 "dagster/column_schema": dg.MetadataValue.table_schema(dg.TableSchema(columns=columns))}
+
+
+def _drop_captured(context: dg.OutputContext) -> None:
+    """execute_in_process (how `wenheng run` runs each phase) keeps every step's output in memory
+    for its result until the run ends: a prepare run would hold all of its stages' frames at once
+    (some 45 MB for AC-EVAL), and longer, as Dagster keeps the first step context that built an
+    asset check result alive for the process's lifetime. The runner never reads those outputs and
+    the frame is in the lake now: the result keeps None for it."""
+    try:
+        capture = context.step_context.output_capture
+    except (dg.DagsterInvariantViolationError, AttributeError):   # built outside a run (tests)
+        return
+    for handle in [h for h in capture or () if h.step_key == context.step_key and h.output_name == context.name]:
+        capture[handle] = None
 
 
 class ParquetLakeIOManager(dg.ConfigurableIOManagerFactory):

@@ -6,13 +6,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
-from sacrebleu.metrics import BLEU, CHRF
 
-_BLEU = BLEU(tokenize="zh")
-_CHRF = CHRF()
+
+@cache
+def _scorer(kind: str):
+    """sacrebleu's BLEU (Chinese tokenisation) or chrF, made when first used: sacrebleu costs
+    0.1 s to import, and most paper tables (and reports) have no corpus metric."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    return BLEU(tokenize="zh") if kind == "bleu" else CHRF()
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,12 @@ def _detail_stats(key: str) -> Callable[[dict[str, Any]], list[float] | None]:
     return stats
 
 
-def _corpus(metric, key: str) -> Metric:
+def _corpus(kind: str, key: str) -> Metric:
     def stats(unit: dict[str, Any]) -> list[float] | None:
         return (unit["details"] or {}).get(key)
 
     def one(sums: np.ndarray) -> float:
-        return metric._compute_score_from_stats([int(round(x)) for x in sums]).score if sums.any() else math.nan
+        return _scorer(kind)._compute_score_from_stats([int(round(x)) for x in sums]).score if sums.any() else math.nan
 
     def value(sums: np.ndarray) -> float | np.ndarray:
         return one(sums) if sums.ndim == 1 else np.array([one(sums[:, b]) for b in range(sums.shape[1])])
@@ -66,8 +72,8 @@ METRICS: dict[str, Metric] = {
     "accuracy": Metric("accuracy", _accuracy_stats, _ratio),
     "micro_f1": Metric("micro_f1", _f1_stats, _micro_f1),
     # corpus BLEU / chrF from per-item sacrebleu statistics (scoring/rules.py stores them)
-    "corpus_bleu": _corpus(_BLEU, "bleu_stats"),
-    "corpus_chrf": _corpus(_CHRF, "chrf_stats"),
+    "corpus_bleu": _corpus("bleu", "bleu_stats"),
+    "corpus_chrf": _corpus("chrf", "chrf_stats"),
 }
 
 
@@ -80,7 +86,7 @@ def metric(name: str) -> Metric:
 
 def item_stats(kind: str, hyp: str, refs: Sequence[str]) -> list[int]:
     """sacrebleu's sufficient statistics of one hypothesis, summed later for a corpus score."""
-    scorer = _BLEU if kind == "bleu" else _CHRF
+    scorer = _scorer("bleu" if kind == "bleu" else "chrf")
     return [int(x) for x in scorer._extract_corpus_statistics([hyp], [[r] for r in refs])[0]]
 
 

@@ -27,8 +27,7 @@ from pipeline import benchmarks
 from pipeline.config.entries import BENCHMARK, Entry, Flag, Text, expect, not_blank, null_is, typed
 from pipeline.config.problems import NAMES_KEY, ConfigError, Problems, problem, problems_at
 from pipeline.config.yaml_loading import load_yaml
-from pipeline.dedup.minhash import lsh_bands
-from pipeline.dedup.params import DedupParams
+from pipeline.dedup.params import DedupParams, lsh_bands
 from pipeline.dedup.policy import POLICIES as DUPLICATE_POLICIES
 from pipeline.dedup.policy import QUALITY_POLICIES
 from pipeline.paths import cache_dir

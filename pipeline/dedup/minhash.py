@@ -11,14 +11,13 @@ its one-MinHash-per-item loop is measured by perf/dedup.py.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
 
 from pipeline.dedup.ngrams import POLY, Concat, batches, gram_hashes, sorted_unique
-from pipeline.dedup.params import DedupParams
+from pipeline.dedup.params import DedupParams, lsh_bands
 
 
 def _mix64(h: np.ndarray) -> None:
@@ -83,11 +82,13 @@ def _fmix32(h: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def _permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """datasketch's own permutations for (num_perm, seed). Imported here, on first use:
-    datasketch pulls in scipy, and pipeline.config imports this package for its policy names."""
-    from datasketch import MinHash
-
-    a, b = MinHash(num_perm=num_perm, seed=seed).permutations
+    """datasketch's own permutations for (num_perm, seed): those `MinHash(num_perm, seed).permutations`
+    draws for its default affine32 scheme (an odd `a`, any `b`), drawn here the same way rather
+    than imported: datasketch pulls in scipy, some 38 MB that a `wenheng run` would carry to its
+    end for two arrays (tests/unit/dedup/test_dedup_script.py checks them against datasketch's)."""
+    gen = np.random.RandomState(seed)
+    a = gen.randint(0, 1 << 31, num_perm, dtype=np.uint32) * np.uint32(2) + np.uint32(1)
+    b = gen.randint(0, 1 << 32, num_perm, dtype=np.uint32)
     return a.reshape(-1, 1), b.reshape(-1, 1)
 
 
@@ -120,26 +121,6 @@ def signatures(hashes: np.ndarray, offsets: np.ndarray, params: DedupParams,
 
 
 @lru_cache(maxsize=32)
-def lsh_bands(threshold: float, num_perm: int, recall: float) -> tuple[int, int]:
-    """MinHashLSH (bands, rows): the longest bands for which a pair at exactly `threshold`
-    still shares a band with probability >= `recall`, 1 - (1 - t^r)^b.
-
-    datasketch's own choice balances false positives against false negatives, which puts the
-    middle of the S-curve on the threshold: at 0.8 with 128 permutations it gives (9, 13),
-    which finds a pair at J = 0.81 less than half the time. Exact verification removes false
-    positives cheaply, so the bands are tuned for recall instead."""
-    best = None
-    for rows in range(1, num_perm // 2 + 1):
-        hit = threshold ** rows
-        bands = 2 if hit >= 1.0 else max(2, math.ceil(math.log(1 - recall) / math.log1p(-hit)))
-        if bands * rows > num_perm:
-            break  # longer bands need even more of them
-        best = (bands, rows)
-    if best is None:
-        raise ValueError(f"num_perm={num_perm} is too small for threshold {threshold} at recall {recall}")
-    return best
-
-
 def _band_ranges(params: DedupParams) -> list[tuple[int, int]]:
     bands, rows = lsh_bands(params.lsh_threshold, params.num_perm, params.lsh_recall)
     return [(i * rows, (i + 1) * rows) for i in range(bands)]

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pipeline.schema import OPTION_LETTERS, answer_hash
+from pipeline.rows import OPTION_LETTERS, answer_hash
 
 POLICIES = ("flag", "drop")  # values of `duplicates:` in the sources file; flag is the default
 QUALITY_POLICIES = ("drop", "keep")  # values of `quality:`; drop (leave flagged items out) is the default

@@ -3,7 +3,7 @@ order of pipeline.schema.OPTION_LETTERS that prompts and scorers use."""
 
 from __future__ import annotations
 
-from pipeline.schema import OPTION_LETTERS
+from pipeline.rows import OPTION_LETTERS
 
 
 def letter(index: int) -> str:

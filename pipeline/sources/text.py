@@ -12,20 +12,29 @@ import json
 import math
 import re
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
-from pipeline.schema import ITEMS, JSON_COLUMNS
+from pipeline.rows import JSON_COLUMNS
 
 # Limits on a row's text, checked for every raw row (pipeline/sources/README.md, "Rules").
 MAX_FIELD_CHARS = 100_000   # characters per text field: the longest real field is ~3,100
 MAX_NESTING = 32            # levels of JSON objects / arrays in one row: real rows use at most 3
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_TEXT_COLUMNS = {f.name for f in ITEMS if pa.types.is_string(f.type)} - set(JSON_COLUMNS)
-_LIST_COLUMNS = {f.name for f in ITEMS if pa.types.is_list(f.type)}
+
+
+@cache
+def _item_columns() -> tuple[frozenset[str], frozenset[str]]:
+    """schema.ITEMS' text columns (JSON ones aside) and list columns. Read from the schema when
+    first asked: the benchmark cards import this module, and pyarrow costs 0.15 s at start-up."""
+    import pyarrow as pa
+
+    from pipeline.schema import ITEMS
+
+    return (frozenset(f.name for f in ITEMS if pa.types.is_string(f.type)) - JSON_COLUMNS,
+            frozenset(f.name for f in ITEMS if pa.types.is_list(f.type)))
 
 
 # --- reading files as text ---------------------------------------------------------------------------
@@ -178,12 +187,13 @@ def _walk(value: Any, name: str) -> str | None:
 def item_problem(item: dict[str, Any], text: bool = True) -> str | None:
     """Why an item (as an adapter built it) cannot be stored as it stands: a column of the wrong
     type, or (with `text`) text that `text_problem` refuses. None when it can."""
+    text_columns, list_columns = _item_columns()
     for key, value in item.items():
         if value is None:
             continue
-        if key in _TEXT_COLUMNS and not isinstance(value, str):
+        if key in text_columns and not isinstance(value, str):
             return f"item field {key} is {json_type(value)}, not text"
-        if key in _LIST_COLUMNS and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
+        if key in list_columns and (not isinstance(value, list) or not all(isinstance(v, str) for v in value)):
             return f"item field {key} must be a list of texts"
         if key in JSON_COLUMNS and not isinstance(value, dict):
             return f"item field {key} must be an object"

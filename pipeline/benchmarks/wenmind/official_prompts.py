@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 from pipeline.judge.prompts import OfficialPrompts, OfficialSource, PromptError
-from pipeline.schema import stable_hash
+from pipeline.rows import stable_hash
 
 # The file's first eight prompts, by id; ids 8-27 are QA-Poem-<form>.
 OFFICIAL_TYPES = ("MCQ-Single", "MCQ-Multi", "QA-General", "QA-Idiom", "QA-Couplet-A", "QA-Couplet-B",

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.config import SourceSpec
-from pipeline.dedup.keys import match_keys
 from pipeline.dedup.policy import QUALITY_FLAGS_KEY, option_quality_flags
 from pipeline.sources.accounting import MERGED_ROWS, ParseResult, Row, guarded_file, guarded_row
 from pipeline.sources.json_array import json_row, read_json_array
@@ -143,6 +142,8 @@ def _merge_references(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     the others, in row order and each once, as `references`. The merged rows are listed in
     `metadata.merged_rows` (locator, source, translation), so none is lost and the reconciliation
     counts them. A sentence repeated with the same translation is left to the duplicate policy."""
+    from pipeline.dedup.keys import match_keys  # numpy: imported when items are parsed, not with the card
+
     groups: dict[str, list[int]] = defaultdict(list)
     for index, key in enumerate(match_keys([item["context"] for item in items])):
         if key:

@@ -11,7 +11,15 @@ from datasketch import LeanMinHash, MinHash, MinHashLSH
 
 from pipeline.dedup import DedupParams, analyse, cluster, conflicting_clusters, evaluation_items
 from pipeline.dedup.keys import match_keys, strip_templates
-from pipeline.dedup.minhash import _fold32, candidate_pairs, lsh_bands, shingle_hashes, signatures, verified_pairs
+from pipeline.dedup.minhash import (
+    _fold32,
+    _permutations,
+    candidate_pairs,
+    lsh_bands,
+    shingle_hashes,
+    signatures,
+    verified_pairs,
+)
 from pipeline.schema import answer_hash, content_hash
 from pipeline.script import VARIANT_CONFIGS, convert, detect_script, make_variant
 
@@ -214,6 +222,14 @@ def test_signatures_equal_datasketch_minhash():
         expected = MinHash(num_perm=params.num_perm, seed=params.seed, hashfunc=int)
         expected.update_batch(_fold32(hashes[offsets[i]:offsets[i + 1]]).tolist())
         assert np.array_equal(sigs[i], expected.hashvalues)
+
+
+@pytest.mark.parametrize(("num_perm", "seed"), [(128, 1), (256, 42), (16, 0)])
+def test_permutations_equal_datasketch(num_perm, seed):
+    a, b = MinHash(num_perm=num_perm, seed=seed).permutations
+    mine_a, mine_b = _permutations(num_perm, seed)
+    assert mine_a.dtype == a.dtype and mine_b.dtype == b.dtype
+    assert np.array_equal(mine_a.ravel(), a) and np.array_equal(mine_b.ravel(), b)
 
 
 def test_candidate_pairs_equal_a_minhash_lsh_index():
