@@ -46,7 +46,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import threading
 import time
 import unicodedata
 from collections import Counter
@@ -57,6 +56,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "perf"))
+
+from measure import PeakRSS  # noqa: E402  (perf/measure.py)
 
 from pipeline.contamination.corpora import CorpusSpec, shard_paths  # noqa: E402
 
@@ -166,69 +167,6 @@ def benchmark_items(upstream: Path) -> list[dict]:
     for spec in sources(upstream).values():
         items += build_items(parse_source(spec).rows(), paths.corrections_dir(), None)[0]
     return items
-
-
-# ---- peak RSS of the process tree --------------------------------------------------------------------
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def _rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            for line in f:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-class PeakRSS:
-    """The largest sum of VmRSS over this process and its descendants, sampled every 0.1 s."""
-
-    def __init__(self, every: float = 0.1):
-        self.every, self.peak_kb, self.peak_procs = every, 0, 0
-        self._stop = threading.Event()
-
-    def _run(self) -> None:
-        while True:
-            pids = _tree(os.getpid())
-            total = sum(map(_rss_kb, pids))
-            if total > self.peak_kb:
-                self.peak_kb, self.peak_procs = total, len(pids)
-            if self._stop.wait(self.every):
-                return
-
-    def __enter__(self) -> PeakRSS:
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    @property
-    def mb(self) -> float:
-        return self.peak_kb / 1024
 
 
 def timed_scan(spec: CorpusSpec, name: str, index, engine: str, workers: int) -> tuple:

@@ -19,6 +19,10 @@ What each side does, from a cold start of its process to its results on disk:
 Both send N chat calls at the same concurrency, with at most 16 new tokens, to a server
 (pipeline/testing/openai_server.py, a process of its own) that answers after `latency` seconds.
 
+Each pass also reports its peak RSS: VmRSS summed over the command's process and its descendants
+(Dagster's compute-log helpers, for wenheng), sampled every 0.1 s (perf/measure.py); the summary
+gives each side's median and whether wenheng's (with the report) is within RSS_TARGET_MB.
+
 lm-eval (0.4.13) is installed from PyPI into a venv of its own (default under the temp folder,
 kept for later runs). That venv sees this one's packages through a .pth file placed last on its
 path, so torch and transformers are not downloaded a second time; everything else lm-eval needs
@@ -37,10 +41,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "perf"))
+
+from measure import PeakRSS  # noqa: E402  (perf/measure.py)
+
 LM_EVAL = "lm-eval[api]==0.4.13"   # [api]: its OpenAI-compatible client (aiohttp, tenacity)
+RSS_TARGET_MB = 400   # a `wenheng run` of the 2,000 questions, its whole process tree
 SETTING = "zero_shot_ao"
 MAX_TOKENS = 16
 
@@ -136,14 +146,23 @@ def _lm_eval_python(venv: Path) -> Path:
     return python
 
 
-def _timed(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> float:
+@dataclass
+class Pass:
+    seconds: float
+    peak_mb: float   # VmRSS summed over the process tree, at its largest
+    procs: int       # processes in the tree at that moment
+
+
+def _timed(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> Pass:
     started = time.perf_counter()
     with log.open("w") as out:
-        code = subprocess.run(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+        with PeakRSS(root=proc.pid) as rss:
+            code = proc.wait()
     elapsed = time.perf_counter() - started
     if code != 0:
         sys.exit(f"{command[0]} exited {code}; its output: {log}")
-    return elapsed
+    return Pass(elapsed, rss.mb, rss.peak_procs)
 
 
 def _server(latency: float) -> tuple[subprocess.Popen, str]:
@@ -153,12 +172,12 @@ def _server(latency: float) -> tuple[subprocess.Popen, str]:
     return server, f"http://127.0.0.1:{port}/v1"
 
 
-def _wenheng_pass(scratch: Path, aceval: Path, base_url: str, args: argparse.Namespace, report: bool) -> float:
+def _wenheng_pass(scratch: Path, aceval: Path, base_url: str, args: argparse.Namespace, report: bool) -> Pass:
     work = Path(tempfile.mkdtemp(prefix="wenheng-pass-", dir=scratch))
     env = {**os.environ, **_write_wenheng_config(work, aceval, base_url, args.concurrency)}
     command = [str(ROOT / ".venv" / "bin" / "wenheng"), "run", "--benchmark", "aceval", "--model", "peer",
                "--limit", str(args.questions)] + ([] if report else ["--no-report"])
-    seconds = _timed(command, env, ROOT, work / "run.log")
+    result = _timed(command, env, ROOT, work / "run.log")
     if not hasattr(args, "prompts"):
         try:
             args.prompts = _wenheng_prompts(env)
@@ -166,10 +185,10 @@ def _wenheng_pass(scratch: Path, aceval: Path, base_url: str, args: argparse.Nam
             print(f"  (prompt text not read from the warehouse: {exc}; using the files' questions)")
             args.prompts = _questions_from_files(aceval, args.questions)
     shutil.rmtree(work, ignore_errors=True)
-    return seconds
+    return result
 
 
-def _lm_eval_pass(scratch: Path, python: Path, tasks: Path, base_url: str, args: argparse.Namespace) -> float:
+def _lm_eval_pass(scratch: Path, python: Path, tasks: Path, base_url: str, args: argparse.Namespace) -> Pass:
     out = Path(tempfile.mkdtemp(prefix="lm-eval-pass-", dir=scratch))
     model_args = (f"model=fake-model,base_url={base_url}/chat/completions,num_concurrent={args.concurrency},"
                   "max_retries=3,tokenized_requests=False")
@@ -177,9 +196,9 @@ def _lm_eval_pass(scratch: Path, python: Path, tasks: Path, base_url: str, args:
                "--tasks", "aceval_peer", "--include_path", str(tasks), "--apply_chat_template",
                "--output_path", str(out / "results"), "--log_samples", "--batch_size", "1"]
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    seconds = _timed(command, env, out, out / "lm_eval.log")
+    result = _timed(command, env, out, out / "lm_eval.log")
     shutil.rmtree(out, ignore_errors=True)
-    return seconds
+    return result
 
 
 def main() -> None:
@@ -198,6 +217,7 @@ def main() -> None:
     print(f"{args.questions} AC-EVAL test questions, concurrency {args.concurrency}, {args.rounds} interleaved "
           f"rounds per latency; load {os.getloadavg()[0]:.1f}")
     ratios = []
+    peaks: dict[str, list[float]] = {"wenheng": [], "wenheng+report": [], "lm-eval": []}   # every latency
     for latency in args.latencies:
         server, base_url = _server(latency)
         try:
@@ -210,12 +230,13 @@ def main() -> None:
                     if side == "lm-eval":
                         if not tasks.exists():
                             _write_lm_eval_task(tasks, args.prompts)
-                        seconds = _lm_eval_pass(scratch, python, tasks, base_url, args)
+                        result = _lm_eval_pass(scratch, python, tasks, base_url, args)
                     else:
-                        seconds = _wenheng_pass(scratch, aceval, base_url, args, report=side == "wenheng+report")
-                    times[side].append(seconds)
-                    print(f"  latency {latency * 1000:.0f} ms  round {round_ + 1}  {side:15s} {seconds:6.2f} s",
-                          flush=True)
+                        result = _wenheng_pass(scratch, aceval, base_url, args, report=side == "wenheng+report")
+                    times[side].append(result.seconds)
+                    peaks[side].append(result.peak_mb)
+                    print(f"  latency {latency * 1000:.0f} ms  round {round_ + 1}  {side:15s} {result.seconds:6.2f} s"
+                          f"  peak RSS {result.peak_mb:5.0f} MB ({result.procs} processes)", flush=True)
         finally:
             server.stdin.close()
             server.wait(timeout=10)
@@ -227,6 +248,11 @@ def main() -> None:
               f"wenheng with report / lm-eval = {ratio:.2f}x (target <= 0.80x)", flush=True)
     shutil.rmtree(scratch, ignore_errors=True)
     print("ratios: " + ", ".join(f"{r:.2f}x" for r in ratios) + f"; load {os.getloadavg()[0]:.1f}")
+    rss = {side: statistics.median(values) for side, values in peaks.items()}
+    worst = max(rss["wenheng"], rss["wenheng+report"])
+    print(f"median peak RSS (process tree): wenheng {rss['wenheng']:.0f} MB (with report "
+          f"{rss['wenheng+report']:.0f} MB), lm-eval {rss['lm-eval']:.0f} MB; wenheng <= {RSS_TARGET_MB} MB: "
+          + ("PASS" if worst <= RSS_TARGET_MB else "FAIL"))
 
 
 if __name__ == "__main__":

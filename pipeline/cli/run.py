@@ -30,6 +30,10 @@ def run(args: argparse.Namespace) -> int:
     settings().check()   # every WENHENG_* variable, before any stage: a bad value is one line, exit 2
     os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    # Arrow's default pool (mimalloc) keeps the pages the stages free for its own later use: some
+    # 60 MB held through the rest of the run that Python's heap and DuckDB cannot reuse. The
+    # system allocator returns them (read at Arrow's first allocation; the user's choice wins).
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from pipeline.runner import new_run_tag
 
     run_tag = new_run_tag()
