@@ -12,8 +12,9 @@ On a GPU machine with a CUDA vLLM (what was measured on the lent H100/H200):
 
 (a) output tokens/s of raw `LLM.generate`, of `VLLMEngine.generate` alone and of wenheng's vLLM
     path (`run_with_cache`: cache lookup, engine, cache writes), on the same prompts. Each path is
-    warmed once, then the passes alternate (raw, engine, wenheng, wenheng, engine, raw per round,
-    each wenheng pass with a fresh cache); every pass is printed, and the ratios are of medians;
+    warmed once, then the passes alternate (raw, engine, wenheng, wenheng, engine, raw, each round
+    starting one pass further on; each wenheng pass with a fresh cache; garbage collected before
+    each pass); every pass is printed with this process's CPU, and the ratios are of medians;
 (b) OpenAI-path calls/s at concurrency 32 against the loopback server with 50 ms latency, over
     the ideal 640/s (perf/openai_path.py, run after the vLLM engine is shut down);
 (c) cache-hit items/s on a second pass over (a)'s prompts.
@@ -22,6 +23,7 @@ Prompts: the first --limit (256) of every sample item x script variant x protoco
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import subprocess
 import sys
@@ -130,7 +132,11 @@ def main() -> None:
     rates: dict[str, list[float]] = {name: [] for name in paths}
     order = list(paths) + list(reversed(paths))
     for round_ in range(args.rounds):
-        for name in order:
+        # each round starts one pass further on, so no path always follows the same one (on the
+        # H200 the pass after a raw pass was slow, whichever path it was), and the last pass's
+        # garbage is collected before the clock starts
+        for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+            gc.collect()
             started, cpu = time.perf_counter(), time.process_time()
             tokens = paths[name]()
             seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
