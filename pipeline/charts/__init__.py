@@ -16,7 +16,9 @@ no dates in the metadata. SVG text stays text: small, and selectable.
 
 Labels must not turn into tofu boxes (`text`): characters no installed font can draw (CJK on a
 machine without a CJK font) are written as ASCII instead (accents dropped, other characters as
-\\uXXXX); the HTML tables beside the chart keep the real names.
+\\uXXXX); the HTML tables beside the chart keep the real names. Which fonts draw the labels, what
+they cover and the characters' widths come from matplotlib once, then from `fonts.json` in the
+cache folder, so an SVG is written without importing matplotlib.
 
 Drawing a PNG costs a quarter of a second a chart (and matplotlib's import half a second), while a
 publish usually leaves most tables as they were: `cached_chart` (`cache`) keeps each chart in a

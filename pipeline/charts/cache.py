@@ -92,8 +92,13 @@ def _drawing() -> list[str]:
 @lru_cache(maxsize=1)
 def _font_list() -> list:
     """matplotlib's font cache files (name, size, mtime): the fonts it draws with are read from
-    them, so a font it newly finds changes the key. Looked up where matplotlib keeps them, without
-    importing it."""
+    them, so a font it newly finds changes the key."""
+    return _font_list_files()
+
+
+def _font_list_files() -> list:
+    """matplotlib's font cache files (name, size, mtime), looked up where matplotlib keeps them,
+    without importing it; [] when there are none (yet)."""
     home = Path.home()
     for folder in (os.environ.get("MPLCONFIGDIR"),
                    os.environ.get("XDG_CACHE_HOME") and Path(os.environ["XDG_CACHE_HOME"]) / "matplotlib",

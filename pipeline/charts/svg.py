@@ -17,7 +17,7 @@ import pandas as pd
 
 from pipeline.charts.colours import _style
 from pipeline.charts.data import _row_tick_labels, _series_values, _x_label
-from pipeline.charts.text import _text_width, safe_label
+from pipeline.charts.text import _text_width, safe_label, save_fonts
 
 _PAD = 3.0            # around the figure (constrained layout's pad)
 _TICK = 3.5           # tick length and the gap from tick to label
@@ -236,4 +236,5 @@ def _svg_chart(frame: pd.DataFrame, rows: list[str], series: list[str], model_of
     out += _svg_labels(lay, title)
     out += _svg_legend(lay, labels, styles)
     out.append("</svg>\n")
+    save_fonts()   # the advances measured for this chart, for the next process
     return ('<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + "\n".join(out)).encode("utf-8")

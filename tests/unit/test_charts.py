@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import os
 import re
 import subprocess
@@ -208,3 +209,58 @@ def test_series_without_a_single_score_are_not_drawn():
     assert "n=7, cov 100%" in texts   # the rows' n and coverage are those of the drawn series
     # a drawn series' unscored row still says so; nothing scored at all: every series says so
     assert svg_texts(charts.paper_table_chart(withheld, "t", "svg")).count("no score") == 4
+
+
+# ---- the font facts cache --------------------------------------------------------------------------
+
+FONT_SCRIPT = """
+import json, sys, pandas as pd
+from pipeline import charts
+frame = pd.read_pickle(sys.argv[1])
+svg = charts.paper_table_chart(frame, sys.argv[2], "svg")
+print(json.dumps({"svg": svg.decode(), "matplotlib": "matplotlib" in sys.modules}))
+"""
+
+
+def svg_in_fresh_process(frame: pd.DataFrame, title: str, cache: os.PathLike) -> tuple[bytes, bool]:
+    """The chart drawn by a new process with WENHENG_CACHE=`cache`, and whether it imported matplotlib."""
+    path = os.path.join(cache, "frame.pkl")
+    os.makedirs(cache, exist_ok=True)
+    frame.to_pickle(path)
+    out = subprocess.run([sys.executable, "-c", FONT_SCRIPT, path, title], capture_output=True, cwd=ROOT, check=True,
+                         env={**os.environ, "WENHENG_CACHE": str(cache)})
+    result = json.loads(out.stdout)
+    return result["svg"].encode(), result["matplotlib"]
+
+
+def test_a_fresh_and_a_warm_font_cache_give_the_same_svg(tmp_path):
+    frame = table(["句读 sentence pauses", "allusions", "Café ☃"], ["模型甲", "random"])
+    expected = charts.paper_table_chart(frame, "文衡 Table 1", "svg")
+    fonts_file = tmp_path / "fonts.json"
+    first, imported = svg_in_fresh_process(frame, "文衡 Table 1", tmp_path)
+    assert first == expected and imported and fonts_file.is_file()
+    # the facts are read back: matplotlib is not imported
+    warm, imported = svg_in_fresh_process(frame, "文衡 Table 1", tmp_path)
+    assert warm == expected and not imported
+    # characters the cache has not measured yet: matplotlib measures them once and the cache keeps them
+    measured = len(json.loads(fonts_file.read_text())["advance"])
+    other = table(["翻译 translation", "Ωmega"], ["zzz-model"])
+    new, imported = svg_in_fresh_process(other, "Table 2 ¶", tmp_path)
+    assert new == charts.paper_table_chart(other, "Table 2 ¶", "svg") and imported
+    assert len(json.loads(fonts_file.read_text())["advance"]) > measured
+    again, imported = svg_in_fresh_process(other, "Table 2 ¶", tmp_path)
+    assert again == new and not imported
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe", b'{"key": 1}', b"[]",
+                                     b'{"key": ["0.0", [["fontlist-v0.json", 1, 1]]], "families": ["X"], '
+                                     b'"files": [], "covered": [], "advance": {}}'])
+def test_a_corrupt_or_stale_font_cache_is_ignored_and_written_again(tmp_path, content):
+    frame = table(["句读", "reading"], ["oracle"])
+    (tmp_path / "fonts.json").write_bytes(content)
+    svg, imported = svg_in_fresh_process(frame, "t", tmp_path)
+    assert svg == charts.paper_table_chart(frame, "t", "svg") and imported
+    assert json.loads((tmp_path / "fonts.json").read_text())["families"] == list(charts.fonts()[0])
+    warm, imported = svg_in_fresh_process(frame, "t", tmp_path)
+    assert warm == svg and not imported
