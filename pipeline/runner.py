@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline import stopping
+from pipeline import memory, stopping
 from pipeline.failures import append_log, failure_cause, traceback_text
 from pipeline.paths import RUN_TAG
 from pipeline.run_inputs import INPUTS_TAG, Inputs
@@ -150,21 +150,9 @@ def _prepare(run: _Execution, phases: _Phases, benchmarks: list[str]) -> bool:
                 continue
             run.log(f"prepare: {benchmark}: sources -> items -> dedup -> variants -> prompts")
             run.summary.ok &= run.execute("prepare", phases.prepare, benchmark, prints)
-        _release_converters()
+        memory.release_converters()
         run.timed("prepare", started)
     return run.summary.ok and not run.stopped()
-
-
-def _release_converters() -> None:
-    """OpenCC's dictionaries, cached while the prepare runs convert texts (s2t's alone hold some
-    27 MB), are not kept through evaluate and publish, which convert nothing: reloading one takes
-    a few hundredths of a second."""
-    import sys
-
-    script = sys.modules.get("pipeline.script")
-    if script is not None and script.converter.cache_info().currsize:
-        script.converter.cache_clear()
-        release_memory()
 
 
 def _evaluate(run: _Execution, phases: _Phases, benchmarks: list[str], models: list[str]) -> bool:
@@ -304,7 +292,7 @@ class _Execution:
                 self.log(line)
         success = result.success
         del result
-        release_memory()
+        memory.release()
         return success
 
     def _cancel(self, run_id: str) -> None:
@@ -337,28 +325,6 @@ class _Execution:
                         f"{where}: {meta['errors']} of {meta.get('prompts', '?')} prompts failed "
                         f"({_share(meta['error_rate'])}, allowed {_share(meta['threshold'])}); first errors:\n"
                         + "\n".join(f"    {line}" for line in str(meta.get("first_errors", "")).splitlines()))
-
-
-def release_memory() -> None:
-    """Between two runs: what the last one left goes back to the system before the next starts.
-
-    - its cyclic garbage is collected now; the next run's gc.freeze() would otherwise freeze it,
-      uncollectable until run_pipeline returns;
-    - the pages glibc's malloc holds free are returned (malloc_trim): the next phases allocate
-      much of their memory elsewhere (DuckDB's own allocator, Arrow's pool), where they would not
-      be reused;
-    - Arrow's pool hands back what it caches (a no-op for the system pool `wenheng run` picks)."""
-    import ctypes
-    import sys
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):   # not glibc (macOS, musl): nothing to trim
-        pass
-    pyarrow = sys.modules.get("pyarrow")   # not imported yet: it holds nothing
-    if pyarrow is not None:
-        pyarrow.default_memory_pool().release_unused()
 
 
 def _report_failures(events, job_name: str, run_id: str, partition_key, summary: RunSummary) -> list[str]:
