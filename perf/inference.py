@@ -2,7 +2,7 @@
 
     .venv/bin/python perf/inference.py [--max-tokens 32] [--rounds 1]
 
-On a GPU machine with a CUDA vLLM (what was measured on the lent H100/H200):
+On a GPU machine with a CUDA vLLM (how the README's H200 figures were measured):
 
     python3 perf/inference.py --gpu --model /tmp/model --random-weights-from TOKENIZER_DIR \
         --prompts-file prompts.json --limit 4096 --max-tokens 64 --rounds 2 --no-openai [--eager]
