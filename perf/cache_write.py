@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import io
 import os
 import sqlite3
@@ -38,6 +37,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "perf"))
+
+from baseline import before_introducing, git, module_at  # noqa: E402  (perf/baseline.py)
 
 
 def _server(latency: float) -> tuple[subprocess.Popen, str]:
@@ -50,27 +52,14 @@ def _server(latency: float) -> tuple[subprocess.Popen, str]:
 def baseline_cache(revision: str | None):
     """run_with_cache of `revision`'s pipeline/engines/cache.py, loaded from git into a module of
     its own, and the revision; (None, why) when git cannot give it or it is today's file."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout
-
     path = "pipeline/engines/cache.py"
     try:
-        if revision is None:
-            introduced = git("log", "--format=%H", "-S", "class AnswerWriter", "--", path).split()
-            revision = introduced[-1] + "^" if introduced else "HEAD"
-        source = git("show", f"{revision}:{path}")
+        revision = revision or before_introducing("class AnswerWriter", path) or "HEAD"
+        if git("show", f"{revision}:{path}") == (ROOT / path).read_text(encoding="utf-8"):
+            return None, f"{revision}'s file is today's"
+        return module_at(revision, path, "baseline_cache"), revision
     except (OSError, subprocess.CalledProcessError) as error:
         return None, f"git could not give it ({error})"
-    if source == (ROOT / path).read_text(encoding="utf-8"):
-        return None, f"{revision}'s file is today's"
-    with tempfile.TemporaryDirectory() as tmp:
-        file = Path(tmp) / "baseline_cache.py"
-        file.write_text(source, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location("baseline_cache", file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module   # its dataclasses look their module up
-        spec.loader.exec_module(module)
-    return module, revision
 
 
 def _short(revision: str) -> str:

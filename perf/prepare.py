@@ -47,7 +47,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
-import importlib.util
 import io
 import os
 import pstats
@@ -61,6 +60,10 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "perf"))
+
+from baseline import before_introducing, module_at  # noqa: E402  (perf/baseline.py)
+
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
 REAL = {"wenmind": ("wenmind", "WenMind_ver1.json"), "aceval": ("aceval",), "wyweb": ("wyweb",)}
 SAMPLES = ("fuxi", "cpdue")
@@ -318,25 +321,14 @@ def dagster_comparison(specs: dict, models_file: Path, rounds: int) -> None:
 def baseline_builder(revision: str | None):
     """build_prompt_rows of `revision` (default: the parent of the commit that made pools once),
     loaded from git into a module of its own; (None, reason) when git cannot give it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True).stdout
-
+    path = "pipeline/prompts.py"
     try:
+        revision = revision or before_introducing("def _user_turn_hash", path)
         if revision is None:
-            introduced = git("log", "--format=%H", "-S", "def _user_turn_hash", "--", "pipeline/prompts.py").split()
-            if not introduced:
-                return None, "no commit introduces the linear builder in this history"
-            revision = introduced[-1] + "^"
-        source = git("show", f"{revision}:pipeline/prompts.py")
+            return None, "no commit introduces the linear builder in this history"
+        return module_at(revision, path, "baseline_prompts").build_prompt_rows, revision
     except (OSError, subprocess.CalledProcessError) as error:
         return None, f"git could not give the baseline ({error})"
-    with tempfile.TemporaryDirectory() as tmp:
-        file = Path(tmp) / "baseline_prompts.py"
-        file.write_text(source, encoding="utf-8")
-        spec = importlib.util.spec_from_file_location("baseline_prompts", file)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return module.build_prompt_rows, revision
 
 
 def main() -> None:
