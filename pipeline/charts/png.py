@@ -5,7 +5,6 @@ Pillow are imported only when a chart is drawn."""
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Mapping
 
 import pandas as pd
@@ -24,8 +23,8 @@ def _png_chart(frame: pd.DataFrame, rows: list[str], series: list[str], model_of
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
 
-    with rc_context({"font.family": list(families), "font.size": 8, "svg.hashsalt": "wenheng",
-                     "svg.fonttype": "none", "axes.spines.top": False, "axes.spines.right": False}):
+    with rc_context({"font.family": list(families), "font.size": 8,
+                     "axes.spines.top": False, "axes.spines.right": False}):
         fig = Figure(figsize=(7.2, height), dpi=100, layout="constrained")
         FigureCanvasAgg(fig)
         ax = fig.add_subplot()
@@ -38,7 +37,7 @@ def _png_chart(frame: pd.DataFrame, rows: list[str], series: list[str], model_of
         _label_axes(ax, frame, rows, left_out, title)
         fig.legend(handles=handles, loc="outside lower center", fontsize=7, frameon=False,
                    ncols=min(len(series), 4))
-        return _encoded(fig, "png")
+        return _png_bytes(fig)
 
 
 def _draw_series(ax, part: pd.DataFrame, k: int, rows: list[str], bar: float, colour: str,
@@ -65,12 +64,9 @@ def _label_axes(ax, frame: pd.DataFrame, rows: list[str], left_out: list[str], t
     ax.set_title(safe_label(title), fontsize=9, loc="left")
 
 
-def _encoded(fig, fmt: str) -> bytes:
-    """The figure as compact SVG or palette PNG bytes."""
+def _png_bytes(fig) -> bytes:
+    """The figure as palette PNG bytes."""
     buffer = io.BytesIO()
-    if fmt == "svg":   # no creation date, so the same table gives the same bytes
-        fig.savefig(buffer, format="svg", metadata={"Date": None})
-        return _compact_svg(buffer.getvalue())
     fig.savefig(buffer, format="png", metadata={"Software": "wenheng"})
     return _compact_png(buffer.getvalue())
 
@@ -97,17 +93,6 @@ def _bars(ax, ys: list[float], xs: list[float], lo: list[float], hi: list[float]
         ax.add_patch(PathPatch(MplPath(boxes, box_codes), facecolor=colour, edgecolor="none", linewidth=0))
     ax.add_patch(PathPatch(MplPath(whiskers, [MplPath.MOVETO, MplPath.LINETO] * 3 * len(ys)), fill=False,
                            edgecolor="#333333", linewidth=0.8))
-
-
-_TAG = re.compile(rb"<[^>]+>")
-_DECIMALS = re.compile(rb"(\d\.\d)\d+")
-
-
-def _compact_svg(svg: bytes) -> bytes:
-    """Coordinates to 0.1 px inside tags (text content untouched) and no indentation: a large
-    table's chart shrinks by about half."""
-    svg = _TAG.sub(lambda m: _DECIMALS.sub(rb"\1", m.group()), svg)
-    return re.sub(rb"\n +<", b"\n<", svg)
 
 
 def _compact_png(png: bytes) -> bytes:
