@@ -66,12 +66,10 @@ class Inputs:
     def _sources(self, benchmark: str | None = None) -> list:
         """The sources file as written: its own keys (dedup, duplicates, quality, ...) and, with
         `benchmark`, that benchmark's entry (not the others')."""
-        import yaml
-
         from pipeline import paths
+        from pipeline.config import load_yaml
 
-        read = lambda: yaml.safe_load(paths.sources_file().read_text(encoding="utf-8"))  # noqa: E731
-        data = self._once("sources file", read) or {}
+        data = self._once("sources file", lambda: load_yaml(paths.sources_file()))
         entries = data.get("benchmarks") or {}
         return [{key: value for key, value in data.items() if key != "benchmarks"},
                 entries.get(benchmark) if benchmark else None]
@@ -119,7 +117,7 @@ class Inputs:
         items = self.data_version("items", benchmark)
         responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
                             self._items_read(benchmark, golds, items), asked)
-        judge = load_judges(paths.models_file(), specs).get(benchmark)
+        judge = self._once("judges", lambda: load_judges(paths.models_file(), specs)).get(benchmark)
         judged = None if judge is None else [repr(judge), build_engine(specs[judge.model]).identity(),
                                              specs[judge.model].sampling]
         judgements = _digest(self._base(), "judgements", responses, items, judged)

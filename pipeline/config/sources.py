@@ -237,19 +237,32 @@ def _spec(path: Path, name: str, source: Any, default_quality: str) -> SourceSpe
 def load_duplicate_policy(path: Path) -> str:
     """`duplicates:` in the sources file: `flag` (default; duplicates are only recorded) or `drop`
     (within a benchmark, non-representative duplicates sharing the gold are not evaluated)."""
-    problems = Problems()
-    top = problems.validate(SourcesFile, load_yaml(path), path)
-    problems.raise_any()
-    return top.duplicates
+    return _top_level(path).duplicates
 
 
 def load_dedup_params(path: Path) -> DedupParams:
     """`dedup:` in the sources file as the one DedupParams every dedup step reads (item
     signatures, clusters, contamination); each key left out keeps its default."""
-    problems = Problems()
-    top = problems.validate(SourcesFile, load_yaml(path), path)
-    problems.raise_any()
-    return top.dedup.params()
+    return _top_level(path).dedup.params()
+
+
+def _top_level(path: Path) -> SourcesFile:
+    """The file's own keys, validated; read again only when the file changed (the definitions
+    and each dedup step ask for them several times)."""
+    try:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:   # missing: load_yaml says so
+        key = None
+    if key is None or _TOP_LEVEL.get("key") != key:
+        problems = Problems()
+        top = problems.validate(SourcesFile, load_yaml(path), path)
+        problems.raise_any()
+        _TOP_LEVEL.update(key=key, top=top)
+    return _TOP_LEVEL["top"]
+
+
+_TOP_LEVEL: dict[str, Any] = {}
 
 
 def source_files(path: Path, spec: SourceSpec) -> None:
