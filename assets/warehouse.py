@@ -3,7 +3,6 @@ scores it holds as assets the UI shows: `leaderboard` and `paper_tables_<benchma
 
 import base64
 import functools
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,56 +72,6 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
 # DuckDB, never copied into the lake.
 
 
-def scores_markdown(frame: "pd.DataFrame", titles: dict[str, str],
-                    chart: "Callable[[pd.DataFrame, str], str] | None" = None) -> str:
-    """Paper-table rows (of `paper_tables`) as Markdown: per paper table and run setting a table
-    with a row per paper row and a column per model, each cell the score x100, its 95% interval,
-    scored/items and coverage (the cells `wenheng leaderboard` prints); then, if given,
-    `chart(rows, title)` of the paper table. Tables keep the order of `frame`."""
-    from pipeline.reports import text as report
-
-    if frame.empty:
-        return "No scored items yet: materialize `warehouse` after a run."
-    frame = frame.astype(object).where(frame.notna(), None)
-    out = [f"_{report.KEY}; then the share of items scored_"]
-    for (benchmark, _), table in frame.groupby(["benchmark", "table_name"], sort=False):
-        title = f"{titles.get(benchmark, benchmark)} - {table['title'].iloc[0]}"
-        for (split, setting, variant), part in table.groupby(["split", "setting", "variant"], sort=False,
-                                                             dropna=False):
-            if report.unscored(part):   # withheld answers, or nothing scored yet: one line, not empty cells
-                line = report.no_scores(benchmark, title, split, setting, variant)
-                out += ["", f"_{_md(report.no_scores_text(line))}_"]
-                continue
-            out += ["", f"**{_md(title)}** (split {split}, setting {setting}, variant {variant})", ""]
-            out += _markdown_table(part)
-        if chart is not None:
-            out += ["", chart(table, title)]
-    return "\n".join(out)
-
-
-def _markdown_table(part: "pd.DataFrame") -> list[str]:
-    from pipeline.reports import text as report
-
-    suffix = part["metric"].map(lambda m: f" ({report.SHOWN_METRICS[m]})" if m in report.SHOWN_METRICS else "")
-    part = part.assign(row=part["row_label"] + suffix,
-                       cell=[f"{report.cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
-    models = sorted(part["model"].unique())
-    lines = ["| | " + " | ".join(_md(m) for m in models) + " |", "|---" * (len(models) + 1) + "|"]
-    for row, cells in part.groupby("row", sort=False):
-        by_model = dict(zip(cells["model"], cells["cell"]))
-        lines.append(f"| {_md(row)} | " + " | ".join(by_model.get(m, "") for m in models) + " |")
-    notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
-    return lines + [""] + [f"- note: {_md(row)}: {_md(note)}" for row, note in notes]
-
-
-def _percent(coverage) -> str:
-    return "-" if coverage is None else f"{100 * float(coverage):.0f}%"
-
-
-def _md(text) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def chart_markdown(frame: "pd.DataFrame", title: str, cache_dir: Path | None = None,
                    colours: dict[str, str] | None = None) -> str:
     """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources.
@@ -131,7 +80,9 @@ def chart_markdown(frame: "pd.DataFrame", title: str, cache_dir: Path | None = N
     from pipeline import charts
 
     png = charts.cached_chart(frame, title, "png", cache_dir, colours)
-    return f"![{_md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
+    from pipeline.reports.text import md
+
+    return f"![{md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
 def chart_cache(db_path: Path) -> Path:
@@ -145,6 +96,7 @@ def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
     with the columns of `relation` (the warehouse table or view the asset stands for) and the row
     count."""
     from pipeline import charts
+    from pipeline.reports.text import scores_markdown
     from pipeline.schema import PAPER_TABLES, column_notes
 
     notes = column_notes(PAPER_TABLES)   # the columns whose meaning is not in their name

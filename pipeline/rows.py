@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
@@ -28,6 +29,20 @@ if TYPE_CHECKING:
 # Option labels, in order: choices[i] is labelled OPTION_LETTERS[i] everywhere (prompts, golds,
 # baselines, constrained decoding, extraction).
 OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+# Metrics a paper-table row names beside its label, where they are not the table's plain mean
+# (corpus BLEU beside chrF, micro-F1): the same label in the text, HTML, Markdown and charts.
+SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
+
+
+def row_label(label: str, metric: str | None) -> str:
+    return f"{label} ({SHOWN_METRICS[metric]})" if metric in SHOWN_METRICS else label
+
+
+def missing(x: Any) -> bool:
+    """None or NaN: a cell with no value."""
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
 
 # Columns that hold a JSON document in a table and a dict (or list) in memory: encoded by
 # `to_frame` and decoded by `records`, so no stage in between ever parses or writes JSON.

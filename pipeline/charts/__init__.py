@@ -31,10 +31,10 @@ a chart is drawn.
 
 from pipeline.charts.cache import CACHE_DAYS, DRAWN_COLUMNS, cached_chart, chart_key
 from pipeline.charts.colours import COLOURS, HATCHES, model_colours
-from pipeline.charts.data import MAX_LABEL, MAX_NOTE, SHOWN_METRICS
+from pipeline.charts.data import MAX_LABEL, MAX_NOTE
 from pipeline.charts.draw import paper_table_chart
 from pipeline.charts.text import BASE_FAMILY, CJK_FAMILIES, cjk_font, fonts, safe_label
 
 __all__ = ["BASE_FAMILY", "CACHE_DAYS", "CJK_FAMILIES", "COLOURS", "DRAWN_COLUMNS", "HATCHES", "MAX_LABEL",
-           "MAX_NOTE", "SHOWN_METRICS", "cached_chart", "chart_key", "cjk_font", "fonts", "model_colours",
+           "MAX_NOTE", "cached_chart", "chart_key", "cjk_font", "fonts", "model_colours",
            "paper_table_chart", "safe_label"]

@@ -3,19 +3,14 @@ intervals, and the texts beside them (row labels with n and coverage, the score 
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
 from pipeline.charts.text import safe_label
+from pipeline.rows import missing as _missing
+from pipeline.rows import row_label
 
-SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
 MAX_LABEL = 42
 MAX_NOTE = 110
-
-
-def _missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def _clip(text: str, limit: int = MAX_LABEL) -> str:
@@ -35,9 +30,8 @@ def _series_names(frame: pd.DataFrame) -> pd.Series:
 
 
 def _row_names(frame: pd.DataFrame) -> pd.Series:
-    metric = frame["metric"] if "metric" in frame else pd.Series("", index=frame.index)
-    suffix = metric.map(lambda m: f" ({SHOWN_METRICS[m]})" if m in SHOWN_METRICS else "")
-    return frame["row_label"].astype(str) + suffix
+    metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index, dtype=object)
+    return pd.Series([row_label(str(label), m) for label, m in zip(frame["row_label"], metric)], index=frame.index)
 
 
 def _coverage_text(part: pd.DataFrame) -> str:

@@ -4,7 +4,6 @@ sample browser. Everything a page needs is inside it: CSS, SVG charts and the br
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,9 @@ from markupsafe import Markup
 
 from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
-from pipeline.reports.text import KEY, SHOWN_METRICS, marks, no_scores, unscored
+from pipeline.reports.text import KEY, marks, no_scores, unscored
+from pipeline.rows import missing as _missing
+from pipeline.rows import row_label as _row_label
 
 TEMPLATES = Path(__file__).parent / "templates"
 GROUP_KEYS = ["split", "setting", "variant"]
@@ -31,16 +32,8 @@ def stylesheet() -> Markup:
     return Markup((TEMPLATES / "style.css").read_text(encoding="utf-8"))
 
 
-def _missing(x: Any) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
-
-
 def _num(x: Any) -> str:
     return "–" if _missing(x) else f"{float(x):.1f}"
-
-
-def _row_label(label: str, metric: str | None) -> str:
-    return f"{label} ({SHOWN_METRICS[metric]})" if metric in SHOWN_METRICS else label
 
 
 def cell(r: Any) -> dict[str, Any]:

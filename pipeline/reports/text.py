@@ -10,7 +10,8 @@ import math
 
 import pandas as pd
 
-SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
+from pipeline.rows import missing, row_label
+
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
        "† = not comparable to the paper (its LLM-judged items were scored by rules or the demo judge: see the note)")
 NOT_COMPARABLE = "†"
@@ -27,17 +28,13 @@ def cell(row: pd.Series) -> str:
     mark = marks(row)
     if row["score"] is None or (isinstance(row["score"], float) and math.isnan(row["score"])):
         return f"-{mark} {covered}"
-    interval = "" if _missing(row["ci_low"]) else f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]"
+    interval = "" if missing(row["ci_low"]) else f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]"
     return f"{row['score']:.1f}{mark}{interval} {covered}"
-
-
-def _missing(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x))
 
 
 def unscored(part: pd.DataFrame) -> bool:
     """Whether no row of any model in `part` (paper-table rows) has a scored item."""
-    return not any(not _missing(n) and n > 0 for n in part["n_scored"])
+    return not any(not missing(n) and n > 0 for n in part["n_scored"])
 
 
 def withheld(benchmark: str, split: str) -> bool:
@@ -85,9 +82,7 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
             continue
         header = (f"{titles.get(info['benchmark'], info['benchmark'])} - {part['title'].iloc[0]}   "
                   f"(split {info['split']}, setting {info['setting']}, variant {info['variant']})")
-        # name the metric where it is not the table's plain mean (corpus BLEU beside chrF, micro-F1)
-        suffix = part["metric"].map(lambda m: f" ({SHOWN_METRICS[m]})" if m in SHOWN_METRICS else "")
-        part = part.assign(row=part["row_label"] + suffix)
+        part = part.assign(row=row_labels(part))
         order = part.drop_duplicates("row").sort_values(["row_order", "metric"])["row"]
         table = part.pivot_table(index="row", columns="model", values="cell", aggfunc="first").reindex(order)
         table.index.name = None
@@ -98,3 +93,55 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
         notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
         out += [f"  note: {row}: {note}" for row, note in notes]
     return "\n".join(out)
+
+
+def row_labels(frame: pd.DataFrame) -> pd.Series:
+    """Each paper-table row's label, with its metric named where `row_label` names it."""
+    metric = frame["metric"] if "metric" in frame else pd.Series(None, index=frame.index, dtype=object)
+    return pd.Series([row_label(str(label), m) for label, m in zip(frame["row_label"], metric)], index=frame.index)
+
+
+# ---- Markdown: the scores as the Dagster UI shows them --------------------------------------------
+
+def scores_markdown(frame: pd.DataFrame, titles: dict[str, str], chart=None) -> str:
+    """Paper-table rows (of `paper_tables`) as Markdown: per paper table and run setting a table
+    with a row per paper row and a column per model, each cell the score x100, its 95% interval,
+    scored/items and coverage (the cells `wenheng leaderboard` prints); then, if given,
+    `chart(rows, title)` of the paper table. Tables keep the order of `frame`."""
+    if frame.empty:
+        return "No scored items yet: materialize `warehouse` after a run."
+    frame = frame.astype(object).where(frame.notna(), None)
+    out = [f"_{KEY}; then the share of items scored_"]
+    for (benchmark, _), table in frame.groupby(["benchmark", "table_name"], sort=False):
+        title = f"{titles.get(benchmark, benchmark)} - {table['title'].iloc[0]}"
+        for (split, setting, variant), part in table.groupby(["split", "setting", "variant"], sort=False,
+                                                             dropna=False):
+            if unscored(part):   # withheld answers, or nothing scored yet: one line, not empty cells
+                out += ["", f"_{md(no_scores_text(no_scores(benchmark, title, split, setting, variant)))}_"]
+                continue
+            out += ["", f"**{md(title)}** (split {split}, setting {setting}, variant {variant})", ""]
+            out += _markdown_table(part)
+        if chart is not None:
+            out += ["", chart(table, title)]
+    return "\n".join(out)
+
+
+def _markdown_table(part: pd.DataFrame) -> list[str]:
+    part = part.assign(row=row_labels(part),
+                       cell=[f"{cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
+    models = sorted(part["model"].unique())
+    lines = ["| | " + " | ".join(md(m) for m in models) + " |", "|---" * (len(models) + 1) + "|"]
+    for row, cells in part.groupby("row", sort=False):
+        by_model = dict(zip(cells["model"], cells["cell"]))
+        lines.append(f"| {md(row)} | " + " | ".join(by_model.get(m, "") for m in models) + " |")
+    notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
+    return lines + [""] + [f"- note: {md(row)}: {md(note)}" for row, note in notes]
+
+
+def _percent(coverage) -> str:
+    return "-" if coverage is None else f"{100 * float(coverage):.0f}%"
+
+
+def md(text) -> str:
+    """Text safe in a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")

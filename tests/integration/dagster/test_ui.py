@@ -72,7 +72,7 @@ def _rows(**columns) -> pd.DataFrame:
 
 
 def test_scores_markdown_has_a_cell_per_model_and_row_and_a_chart_per_table():
-    from assets.warehouse import scores_markdown
+    from pipeline.reports.text import scores_markdown
 
     frame = pd.concat([
         _rows(model=["oracle", "random", "oracle", "random"], row_order=[0, 0, 1, 1],
@@ -115,7 +115,7 @@ def test_chart_markdown_is_an_inline_png():
 def test_withheld_answers_are_one_line_in_the_ui_markdown():
     import pandas as pd
 
-    from assets.warehouse import scores_markdown
+    from pipeline.reports.text import scores_markdown
 
     rows = pd.DataFrame([{"benchmark": "aceval", "table_name": "average", "title": "Average", "split": split,
                           "setting": "zero_shot_ao", "variant": "original", "model": model, "row_label": "average",
