@@ -59,3 +59,16 @@ def test_a_missing_partition_is_an_error_unless_allowed(tmp_path):
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "materialize quarantine first" in str(failure.event_specific_data.error)
+
+
+def test_a_written_frame_is_not_also_kept_in_the_run_result(tmp_path):
+    """execute_in_process keeps each step's output for its result until the run ends; the lake
+    drops that copy once the file is written (resources/lake.py `_drop_captured`). If Dagster
+    renames what it keeps, this fails instead of the memory quietly growing back."""
+    instance = dg.DagsterInstance.ephemeral()
+    resources = {"lake": ParquetLakeIOManager(lake_dir=str(tmp_path))}
+    result = dg.materialize([quarantine], partition_key="aceval", resources=resources, instance=instance)
+    assert result.success
+    assert result.output_for_node("quarantine") is None
+    assert schema.records(pq.read_table(partition_file(tmp_path, "quarantine", "aceval")).to_pandas()) \
+        == _quarantined("aceval")
