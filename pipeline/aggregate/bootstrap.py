@@ -61,7 +61,7 @@ class Cell:
     unscored: tuple[str, ...] = ()   # groups of a mean with no scored unit: why the mean is undefined
 
 
-def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray]) -> Cell:
+def _leaf(units: pd.DataFrame, metric_name: str, weights: Weights) -> Cell:
     m = metric(metric_name)
     n_items = len(units)
     # the scored units: a score that is neither None nor nan
@@ -81,17 +81,19 @@ def _leaf(units: pd.DataFrame, metric_name: str, weights: dict[str, np.ndarray])
         stats = np.array([s for _, s in rows], dtype=np.float64) if rows else None   # (n, k)
     if not len(ids):
         return Cell(math.nan, np.full(REPLICATES, math.nan), n_items, 0)
-    w = weights.rows(ids) if isinstance(weights, Weights) else np.stack([weights[uid] for uid in ids])   # (n, B)
+    w = weights.rows(ids)   # (n, B)
     return Cell(float(m.value(stats.sum(axis=0))), np.asarray(m.value(stats.T @ w), dtype=float), n_items, len(ids))
 
 
-class Weights(dict):
-    """unit id -> its weights (a row of `matrix`), which also gives the rows of many ids at once."""
+class Weights:
+    """Each unit's bootstrap weights: `matrix`'s row `row[unit id]` (`weights[uid]` is that row)."""
 
     def __init__(self, matrix: np.ndarray, row: dict[str, int]) -> None:
-        super().__init__((uid, matrix[i]) for uid, i in row.items())
         self.matrix = matrix
         self.row = row
+
+    def __getitem__(self, uid: str) -> np.ndarray:
+        return self.matrix[self.row[uid]]
 
     def rows(self, ids) -> np.ndarray:
         """(len(ids), replicates): what stacking each id's weights gives."""
@@ -105,7 +107,7 @@ class Weights(dict):
 
 
 def compute_cell(units: pd.DataFrame, mean_of: Sequence[str], leaf_metric: Callable[[pd.DataFrame], str],
-                 weights: dict[str, np.ndarray], expected: dict[str, list[Any]] | None = None) -> Cell:
+                 weights: Weights, expected: dict[str, list[Any]] | None = None) -> Cell:
     """A row's number: micro over its units, or the unweighted mean over `mean_of[0]`'s groups of
     their own numbers (recursively). A mean over groups is undefined (nan) when any group has no
     scored unit, or when a group the table lists (`expected`, from its `where`) has no items at all,
@@ -135,7 +137,7 @@ def combine(values: Sequence[float], sizes: Sequence[int] | None = None) -> floa
     return float(np.dot(values, sizes) / np.sum(sizes))
 
 
-def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> dict[str, np.ndarray]:
+def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> Weights:
     """Each unit id's bootstrap weights (groups' ids `group:<g>` included): its own, or with
     `cluster` its cluster's, so that a cluster's units are resampled together."""
     units = units.drop_duplicates("unit_id")

@@ -42,7 +42,7 @@ def _group_units(units: pd.DataFrame) -> pd.DataFrame:
 
 
 def table_rows(tables: CardTables, units: pd.DataFrame, benchmark: str,
-               weights: dict[str, np.ndarray], replicates: bool = False) -> list[dict[str, Any]]:
+               weights: Weights, replicates: bool = False) -> list[dict[str, Any]]:
     """Every row of every table of one benchmark for one model x variant x setting.
 
     `units`: one row per evaluated item (columns: unit_id, item columns, `group`, `part`, score,
@@ -99,7 +99,7 @@ def _leaf_metric_for(tables: CardTables, spec_metric: str | None) -> Callable[[p
 
 
 def _cell_rows(tables: CardTables, spec: TableSpec, cell: dict[str, Any], part: pd.DataFrame,
-               weights: dict[str, np.ndarray], replicates: bool, head: dict[str, Any]) -> list[dict[str, Any]]:
+               weights: Weights, replicates: bool, head: dict[str, Any]) -> list[dict[str, Any]]:
     """One table cell's rows, one per metric: `head` (benchmark, table, row) and the numbers."""
     # who scored and how the interval resamples: the items asked
     asked = part[part["not_asked"].isna()]
@@ -157,7 +157,7 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
     units["chance"], units["chance_each"] = (np.array([math.nan if c is None else c for c in levels], dtype=np.float64)
                                              for levels in unit_chance(tables, units))
     weights = unit_weights(units, tables.cluster)
-    planned = _plannable(tables) and isinstance(weights, Weights)
+    planned = _plannable(tables)
     plans: list[_Plan] = []
     rows = []
     for keys, part in units.groupby(RUN_KEYS, sort=True, dropna=False):
