@@ -13,6 +13,7 @@ official judge prompt file a benchmark's paper judged with, pinned, and its read
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import sys
@@ -61,6 +62,8 @@ def _load(extra: str) -> dict[str, BenchmarkCard]:
         card = getattr(module, "CARD", None)
         if card is None:
             raise ImportError(f"{module.__name__} defines no CARD")
+        if card.folder is None:   # the card's files sit beside the CARD that names them
+            card = dataclasses.replace(card, folder=Path(module.__file__).parent)
         if card.name in loaded:
             raise ImportError(f"two benchmark cards are named {card.name!r}")
         loaded[card.name] = card

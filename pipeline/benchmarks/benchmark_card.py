@@ -2,13 +2,12 @@
 
     pipeline/benchmarks/<name>/
       __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing (the
-                      card's folder is the one its adapter sits in)
+                      card's folder is this package's)
       adapter.py      the benchmark's own files -> item rows + quarantine rows
       protocol.yaml   how the benchmark asks its questions (prompt templates as data), read as a
                       `Protocol` (below); a setting may `extends:` another
       judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
       tables.yaml     the tables its paper publishes (pipeline/aggregate/ computes them)
-      judge.yaml      its LLM judge prompts, where its paper uses a judge
       *.sql           optional: views of its own, run after sql/
 
 The lm-evaluation-harness habit (one folder per task holds prompt, metric and aggregation): to
@@ -18,7 +17,6 @@ add a benchmark, add a folder and one line in the registry (`pipeline/benchmarks
 from __future__ import annotations
 
 import string
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -190,14 +188,9 @@ class BenchmarkCard:
     # with "default". Where the judge is named but not configured (models.yaml `judges:`), or
     # did not judge the unit, the rule score stands in (sql/templates/units.sql).
     paper_scorer: str | Mapping[str, str] = "rule"
-    # The card's folder (protocol.yaml, tables.yaml, *.sql): by default the one its adapter's
-    # module (`parse`) sits in.
+    # The card's folder (protocol.yaml, tables.yaml, *.sql): by default the package that defines
+    # CARD (set when the registry loads it, `pipeline.benchmarks._load`).
     folder: Path | None = None
-
-    def __post_init__(self) -> None:
-        if self.folder is None:
-            module = sys.modules[self.parse.__module__]
-            object.__setattr__(self, "folder", Path(module.__file__).parent)
 
     @cached_property
     def protocol(self) -> Protocol:
