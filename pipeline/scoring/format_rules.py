@@ -94,7 +94,7 @@ def _is_title(line: str, names: tuple[str, ...]) -> bool:
     bare = line.strip(_WRAPPERS)
     parts = clauses(bare)
     return (not bare or bool(_TITLE_LABEL.match(bare)) or any(c in bare for c in "《》·•・")
-            or "".join(parts) in names or (parts[0] in names and not _SENTENCE_MARKS & set(bare)))
+            or "".join(parts) in names or (bool(parts) and parts[0] in names and not _SENTENCE_MARKS & set(bare)))
 
 
 def cipai_of(item: dict[str, Any]) -> str | None:

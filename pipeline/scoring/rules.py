@@ -139,13 +139,19 @@ def _translation_details(item: dict[str, Any], text: str) -> dict[str, Any]:
 def _score_translation(item: dict[str, Any], text: str) -> dict[str, Any]:
     """Per-item chrF (0-1) as the item score; the benchmark's number is corpus BLEU (its table)."""
     details = _translation_details(item, text)
-    return _row("chrf", details["chrf"] / 100.0, None, None, details)
+    return _row("chrf", _share(details["chrf"]), None, None, details)
 
 
 def _score_bleu(item: dict[str, Any], text: str) -> dict[str, Any]:
     """Per-item sentence BLEU / 100 as the item score; the paper's number is corpus BLEU (its table)."""
     details = _translation_details(item, text)
-    return _row("bleu", details["bleu"] / 100.0, None, None, details)
+    return _row("bleu", _share(details["bleu"]), None, None, details)
+
+
+def _share(points: float) -> float:
+    """sacrebleu's 0-100 as a 0-1 score; its float sums can land a hair outside (a perfect
+    sentence BLEU is 100.00000000000004), which would be a score above 1."""
+    return min(max(points / 100.0, 0.0), 1.0)
 
 
 def _extract_sequence(text: str, n: int, letters: str, labels: Sequence[str] = ()) -> str | None:
