@@ -29,7 +29,7 @@ from typing import Any
 from pipeline.sources.text import item_problem, raw_text, safe_text, text_problem
 
 MERGED_ROWS = "merged_rows"  # in an item's metadata: the other raw rows this item was made from
-MAX_REASON_CHARS = 1_000    # a quarantine reason is cut here (the row itself is kept whole in `raw`)
+MAX_REASON_CHARS = 1_000    # a quarantine reason is cut here (the row in `raw`: text.RAW_EXCERPT_BYTES)
 
 
 class BadRow(ValueError):

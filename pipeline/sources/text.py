@@ -4,10 +4,13 @@ text passes before an adapter reads it (pipeline/sources/README.md, "Rules").
 `text_problem` names the first thing in a raw row that cannot be stored or would silently change
 meaning (lone surrogates, NUL characters, fields over `MAX_FIELD_CHARS`, nesting over
 `MAX_NESTING`, NaN / infinite numbers); `item_problem` checks an item's column types;
-`safe_text` / `raw_text` turn anything into text a quarantine row can hold."""
+`safe_text` / `raw_text` turn anything into text a quarantine row can hold, `raw_text` bounded
+to `RAW_EXCERPT_BYTES` (a row of 50 MB is quarantined as its first 4 KB, its length and its
+sha256, so one bad row never weighs on the lake or the warehouse)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -21,6 +24,7 @@ from pipeline.rows import JSON_COLUMNS
 # Limits on a row's text, checked for every raw row (pipeline/sources/README.md, "Rules").
 MAX_FIELD_CHARS = 100_000   # characters per text field: the longest real field is ~3,100
 MAX_NESTING = 32            # levels of JSON objects / arrays in one row: real rows use at most 3
+RAW_EXCERPT_BYTES = 4_096   # of a quarantined row's text (UTF-8) kept in `raw`; a longer row is cut
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -80,13 +84,27 @@ def safe_text(text: str) -> str:
 
 def raw_text(raw: Any) -> str:
     """A quarantined row as text, whatever it holds (nested too deeply to serialise, non-JSON
-    values, lone surrogates)."""
+    values, lone surrogates), cut to its excerpt (`excerpt`)."""
     if not isinstance(raw, str):
         try:
             raw = json.dumps(raw, ensure_ascii=False, default=str)
         except (RecursionError, ValueError, TypeError) as exc:
             raw = f"<row not serialisable: {type(exc).__name__}>"
-    return safe_text(raw)
+    return excerpt(safe_text(raw))
+
+
+def excerpt(text: str) -> str:
+    """`text` when it is at most RAW_EXCERPT_BYTES in UTF-8; else its first RAW_EXCERPT_BYTES (cut
+    on a character boundary) and a last line with its whole length and its sha256 (of the UTF-8
+    text), so the row can still be found in its file and told apart from others."""
+    if len(text) <= RAW_EXCERPT_BYTES // 4:   # 4 bytes at most per character: short enough
+        return text
+    data = text.encode("utf-8")
+    if len(data) <= RAW_EXCERPT_BYTES:
+        return text
+    head = data[:RAW_EXCERPT_BYTES].decode("utf-8", "ignore")
+    return (f"{head}\n… [cut at {RAW_EXCERPT_BYTES:,} bytes: the row is {len(text):,} characters "
+            f"({len(data):,} bytes UTF-8), sha256 {hashlib.sha256(data).hexdigest()}]")
 
 
 def json_type(value: Any) -> str:

@@ -102,3 +102,37 @@ def test_a_lone_surrogate_in_one_benchmark_does_not_stop_the_others(workdir, mon
         quarantined = con.execute("SELECT source_file, source_locator, reason FROM quarantine").fetchall()
     assert set(built) == set(names) and built["wenmind"] == 2
     assert quarantined == [("WenMind_case.json", "1", "lone surrogate U+D800 in question (not valid Unicode text)")]
+
+
+def test_a_50_mb_row_is_quarantined_as_an_excerpt_and_the_warehouse_publishes(workdir, monkeypatch):
+    """A 50 MB row used to be kept whole in `raw`: the lake held it, and the warehouse build (its
+    DuckDB memory_limit four times the lake's size) failed every publish with OutOfMemoryException.
+    Now the row keeps its first 4 KB, its length and its sha256, and the run publishes."""
+    import hashlib
+
+    import duckdb
+
+    from pipeline.runner import run_pipeline
+    from pipeline.sources.text import RAW_EXCERPT_BYTES
+
+    source = workdir / "fuxi"
+    source.mkdir()
+    lines = (ROOT / "data" / "samples" / "fuxi" / "test.jsonl").read_text(encoding="utf-8").splitlines()
+    # 50 MB that parquet compresses to almost nothing, so the lake stays small and with it the
+    # build's memory_limit (100 MB): the row used to be loaded whole all the same
+    big = '{"id": "big-1", "task": "CG", "input": "' + "鹅，鹅，鹅，曲项向天歌。" * 1_400_000 + '"}'
+    (source / "test.jsonl").write_text("\n".join([*lines, big]) + "\n", encoding="utf-8")
+    sources = write_yaml(workdir / "sources.yaml", f"benchmarks:\n  fuxi: {{path: '{source}', version: t}}\n")
+    monkeypatch.setenv("WENHENG_SOURCES", str(sources))
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml",
+                                                        "models:\n  oracle: {engine: baseline, strategy: oracle}\n")))
+    summary = run_pipeline(["fuxi"], ["oracle"], selection="group:sources or group:items or key:warehouse",
+                           log=lambda _: None)
+    assert summary.ok, summary.failures
+    with duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True) as con:
+        (raw, reason), = con.execute("SELECT raw, reason FROM quarantine WHERE source_locator = ?",
+                                     [f"line {len(lines) + 1}"]).fetchall()
+        items = con.execute("SELECT count(*) FROM items").fetchone()[0]
+    assert items == len([line for line in lines if line.strip()]) and "over the limit" in reason
+    assert len(raw.encode("utf-8")) < RAW_EXCERPT_BYTES + 300 and raw.startswith(big[:1000])
+    assert f"{len(big):,} characters" in raw and hashlib.sha256(big.encode()).hexdigest() in raw

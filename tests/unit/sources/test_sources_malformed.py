@@ -295,3 +295,20 @@ def test_a_parser_failure_outside_rows_fails_the_reconciliation(tmp_path, monkey
     assert (row["source_file"], row["source_locator"]) == ("wywmt/dev.tsv", "file")
     assert result.raw_counts["wywmt/dev.tsv"] == 2              # rows, not one per file
     assert result.incomplete == {"wywmt/dev.tsv": "could not parse file: RuntimeError: merge bug"}
+
+
+def test_a_quarantined_row_keeps_a_bounded_excerpt():
+    """`raw` holds a row up to RAW_EXCERPT_BYTES whole; a longer one its first RAW_EXCERPT_BYTES
+    (never half a character), its length and its sha256."""
+    import hashlib
+
+    from pipeline.sources.text import RAW_EXCERPT_BYTES, raw_text
+
+    short = {"question": "鹅" * 1000}
+    assert raw_text(short) == json.dumps(short, ensure_ascii=False)
+    row = "鹅" * 5000   # 15,000 bytes: the cut falls inside a character
+    cut = raw_text(row)
+    head, _, tail = cut.partition("\n")
+    assert head == "鹅" * (RAW_EXCERPT_BYTES // 3) and len(cut.encode("utf-8")) < RAW_EXCERPT_BYTES + 300
+    assert "5,000 characters (15,000 bytes UTF-8)" in tail and hashlib.sha256(row.encode()).hexdigest() in tail
+    assert raw_text("\ud800" + "x" * 5000).startswith("\\ud800x")   # lone surrogates still escaped first
