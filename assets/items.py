@@ -73,12 +73,18 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: Frame, sour
     import pandas as pd
 
     from pipeline import schema
-    from pipeline.standardize import build_items
+    from pipeline.standardize import all_quarantined, build_items
 
     benchmark = context.partition_key
     # the configured sources: corrections scoped to a source path are matched against them
+    specs = load_sources(sources.path())
     items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
-                                            _previous_items(benchmark), sources=load_sources(sources.path()))
+                                            _previous_items(benchmark), sources=specs)
+    spec = specs.get(benchmark)
+    empty = all_quarantined(benchmark, items, quarantined, spec is not None and spec.allow_empty)
+    if empty:   # the quarantine rows are kept (to read why), then the step fails with one line
+        yield dg.Output(schema.to_frame(quarantined, schema.QUARANTINE), output_name="quarantine")
+        raise dg.Failure(description=empty)
     items_frame = schema.to_frame(items, schema.ITEMS)
     yield dg.Output(items_frame, output_name="items",
                     data_version=content_version(items_frame, ["item_id", "content_hash", "answer_hash"]),

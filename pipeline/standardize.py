@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from pipeline.corrections import apply_corrections, diff_versions, load_corrections
 from pipeline.schema import QUARANTINE, answer_hash, content_hash
 from pipeline.script import detect_scripts
+from pipeline.sources.text import raw_text
 
 
 def standardize(raw_items: Iterable[dict[str, Any]], known_scripts: Mapping[str, str] | None = None
@@ -24,7 +24,7 @@ def standardize(raw_items: Iterable[dict[str, Any]], known_scripts: Mapping[str,
             quarantine.append({
                 "benchmark": item["benchmark"], "source_file": item["source_file"],
                 "source_locator": item["source_locator"], "reason": f"duplicate item_id {item['item_id']}",
-                "raw": json.dumps(item, ensure_ascii=False, default=str),
+                "raw": raw_text(item),
             })
             continue
         seen.add(item["item_id"])
@@ -84,3 +84,18 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
                                    [it for it in items if it["benchmark"] == benchmark])
     rejected = [{k: row[k] for k in QUARANTINE.names} for row in raw_rows if row["reason"] is not None]
     return items, rejected + quarantine, audit
+
+
+def all_quarantined(benchmark: str, items: list[dict[str, Any]], quarantine: list[dict[str, Any]],
+                    allow_empty: bool) -> str | None:
+    """One line when a benchmark's rows were all quarantined (no item left to ask), unless its
+    sources entry says `allow_empty: true`; None otherwise (an empty source is refused earlier,
+    in pipeline/sources/ingest.py)."""
+    if items or not quarantine or allow_empty:
+        return None
+    first = quarantine[0]
+    where = f"{first.get('source_file')}:{first.get('source_locator')}"
+    reason = " ".join(str(first.get("reason") or "").split())[:200]
+    return (f"{benchmark}: all {len(quarantine):,} of its rows were quarantined, no item is left "
+            f"(first: {where}: {reason}); fix the source (the quarantine table lists every row and why), "
+            "or set allow_empty: true on its sources entry to build it empty")

@@ -142,7 +142,7 @@ class _SourceKeys(Entry):
     splits: split_names("[dev]") = None        # only these splits (file stems / split folders); null: all
     evaluate: split_names("[dev, test]") = None  # the splits to ask and score; null: the card's eval_splits
     quality: Literal[QUALITY_POLICIES] | None = None   # null: the file's `quality`
-    allow_empty: Flag = False   # a source with no rows is an error unless this says it may be empty
+    allow_empty: Flag = False   # no rows, or every row quarantined, is an error unless this says it may be empty
 
     def limits(self) -> FetchLimits:
         return FetchLimits(**{key: getattr(self, key) for key in LIMIT_KEYS if key in self.model_fields_set})

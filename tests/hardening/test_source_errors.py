@@ -76,3 +76,25 @@ def test_a_source_without_rows_fails_the_run_in_one_line(tmp_path, monkeypatch):
     allowed = sources.replace("version: v}", "version: v, allow_empty: true}", 1)
     code, out, err = _run(tmp_path, monkeypatch, allowed, "--select", "key:raw_items")
     assert code == 0 and "raw_items [fuxi] items=0" in out, out + err
+
+
+def test_a_source_whose_rows_were_all_quarantined_fails_its_prepare_in_one_line(tmp_path, monkeypatch):
+    """Every row bad: the run went on with nothing to ask and exited 0. Now the items step fails
+    with one line (its quarantine rows are still written, to read why), unless `allow_empty`."""
+    bad = tmp_path / "fuxi"
+    bad.mkdir()
+    (bad / "test.jsonl").write_text('{"id": "a"}\nnot json\n', encoding="utf-8")
+    sources = (f"benchmarks:\n  fuxi: {{path: '{bad}', version: v}}\n"
+               f"  wenmind: {{path: '{WENMIND}', version: v}}\n")
+    code, out, err = _run(tmp_path, monkeypatch, sources, "--select", "group:sources or group:items")
+    assert code == 1 and "Traceback" not in out + err
+    said = [line for line in (out + err).splitlines() if "were quarantined" in line]
+    assert said and all("fuxi: all 2 of its rows were quarantined, no item is left (first: test.jsonl:line 1: " in line
+                        for line in said), out + err
+    assert "set allow_empty: true on its sources entry" in said[0]
+    assert "items [wenmind]" in out                        # the other benchmark still builds
+    assert (tmp_path / "lake" / "quarantine" / "fuxi.parquet").is_file()
+
+    allowed = sources.replace("version: v}", "version: v, allow_empty: true}", 1)
+    code, out, err = _run(tmp_path, monkeypatch, allowed, "--select", "group:sources or group:items")
+    assert code == 0 and "were quarantined" not in out + err, out + err
