@@ -5,12 +5,18 @@
     wenheng contamination scan PATH... --name mine    files, folders or globs, read as one corpus
         [--format jsonl|json|parquet|txt] [--field KEY ...] [--id-field KEY] [--version V]
         [--ngram N] [--threshold T] [--engine local|ray] [--ray-address ADDRESS]
+    (every scan) [--sources FILE] [-v]
     wenheng contamination report [--corpus NAME]
 
 A user's mistake is a ConfigError: one line, exit 2. A scan runs the `scan` job (the
 corpus_overlap partition of each corpus) and then `publish`
-through the same runner as `wenheng run`, so the runs show in the Dagster UI; benchmarks whose
-items were never built are prepared first. Then the report is printed.
+through the same runner as `wenheng run`, so the runs show in the Dagster UI. The corpus is
+compared with every benchmark item built in the lake: by default what the last `wenheng run` built
+(whatever its --sources), nothing prepared; only when no item is built yet are the benchmarks of
+the sources file (data/sources.yaml or $WENHENG_SOURCES) prepared first. `--sources FILE` means
+what it means for `wenheng run`: that sources file, whose benchmarks not built yet are prepared
+first. Then what the scan read (documents, bad lines, empty files) and the report are printed.
+Without -v, Ray's warnings and log lines (Python's and its C++ core's) go to the log file.
 """
 
 from __future__ import annotations
@@ -55,6 +61,10 @@ def add_parser(sub) -> None:
     s_p.add_argument("--ngram", type=int, metavar="N", help="characters per n-gram (default 13)")
     s_p.add_argument("--threshold", type=float, metavar="T",
                      help="share of a field's n-grams that makes an item contaminated (default 0.5)")
+    s_p.add_argument("--sources", metavar="FILE",
+                     help="sources file, as for `wenheng run`: its benchmarks not built yet are prepared first "
+                          "(default: none prepared when the last run built items; else data/sources.yaml or "
+                          "$WENHENG_SOURCES)")
     s_p.add_argument("-v", "--verbose", action="store_true",
                      help="show the libraries' warnings and log lines (Ray, Dagster, ...) on the terminal; "
                           "without it they go to the scan's log file")
@@ -75,9 +85,16 @@ def _default_name(path: str) -> str:
 
 
 def _adhoc_spec(args: argparse.Namespace):
-    from pipeline.contamination.corpora import CorpusSpec, _absolute, check_spec, format_of, shard_paths
+    from pipeline.contamination.corpora import CorpusSpec, _absolute, check_spec, check_url, format_of, shard_paths
 
-    spec_args = {"paths": [_absolute(p, Path.cwd()) for p in args.paths], "format": args.format,
+    try:
+        absolute = [_absolute(p, Path.cwd()) for p in args.paths]
+    except ConfigError as exc:
+        raise ConfigError(f"contamination scan: {exc}") from None
+    urls = [line for p in absolute for line in check_url(p)] if any("://" in p for p in absolute) else []
+    if urls:
+        raise ConfigError(f"contamination scan: paths: {urls[0]}")
+    spec_args = {"paths": absolute, "format": args.format,
                  "version": args.version or "unversioned", "id_field": args.id_field}
     for key in ("ngram", "threshold", "engine", "ray_address"):
         value = getattr(args, key)
@@ -98,18 +115,22 @@ def _adhoc_spec(args: argparse.Namespace):
 
 
 def scan(args: argparse.Namespace) -> int:
-    from pipeline.contamination.corpora import load_corpora, save_scanned
+    from pipeline.contamination.corpora import check_name, load_corpora, save_scanned
     from pipeline.contamination.run import check_fields
 
+    if args.sources:   # as `wenheng run --sources`: the variable every stage reads, then checked
+        _use_sources(args.sources)
     configured = load_corpora(paths.corpora_file())
     every = load_corpora(paths.corpora_file(), paths.scanned_corpora_file())
     if args.paths:
         name = args.name or _default_name(args.paths[0])
+        if check_name(name):
+            raise ConfigError(f"--name: {check_name(name)[0]}")
         if name in configured:
             raise ConfigError(f"corpus {name!r} is configured in {paths.corpora_file()}: scan it with `--name {name}` "
                             "and no PATH, or choose another --name")
         spec = _adhoc_spec(args)
-        check_fields(spec, name)
+        check_fields(spec, name, warn=_say)
         save_scanned(paths.scanned_corpora_file(), name, spec)
         names = [name]
         engine = spec.engine
@@ -126,7 +147,7 @@ def scan(args: argparse.Namespace) -> int:
             raise ConfigError(f"no corpus is configured in {paths.corpora_file()}: give PATHs "
                             "(`wenheng contamination scan corpus/*.jsonl --name mine`) or add one there")
         for n in names:
-            check_fields(every[n], n)
+            check_fields(every[n], n, warn=_say)
         engine = args.engine or every[names[0]].engine
     if args.engine:
         from pipeline.settings import Settings
@@ -137,38 +158,58 @@ def scan(args: argparse.Namespace) -> int:
             import ray  # noqa: F401
         except ImportError:
             raise ConfigError("the ray engine needs Ray: pip install 'wenheng[ray]' (or use --engine local)") from None
-    return _run_scan(names, args.verbose)
+    return _run_scan(names, args.verbose, sources_given=bool(args.sources))
 
 
-def _unprepared() -> list[str]:
-    """Configured benchmarks whose items were never built: they are prepared before the scan."""
+def _use_sources(file: str) -> None:
+    """`--sources FILE`, as `wenheng run` takes it: $WENHENG_SOURCES for this command and every
+    stage it runs; a file that is not there is one line."""
+    from pipeline.settings import Settings, settings
+
+    os.environ[Settings.sources.name] = str(Path(file).resolve())
+    settings().check()
+    if not paths.sources_file().is_file():
+        raise ConfigError(f"--sources: {file}: file not found")
+
+
+def _unprepared(sources_given: bool) -> list[str]:
+    """The benchmarks prepared before the scan: none when items are built already (the scan
+    compares with what the last run built) unless --sources was given; then, or when nothing is
+    built, those of the sources file whose items were never built."""
+    from pipeline import benchmarks
     from pipeline.config import load_sources
     from resources.lake import partition_file
 
-    return [b for b in load_sources(paths.sources_file())
-            if not partition_file(paths.lake_dir(), "items", b).is_file()]
+    def built(name: str) -> bool:
+        return partition_file(paths.lake_dir(), "items", name).is_file()
+
+    if not sources_given and any(built(b) for b in benchmarks.names()):
+        return []
+    return [b for b in load_sources(paths.sources_file()) if not built(b)]
 
 
-def _run_scan(names: list[str], verbose: bool = False) -> int:
+def _run_scan(names: list[str], verbose: bool = False, sources_given: bool = False) -> int:
     os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from pipeline.contamination.ray_engine import ray_log_env
     from pipeline.runner import new_run_tag
     from pipeline.terminal import route_logs
 
     run_tag = new_run_tag()
     log_file = paths.run_log_file(run_tag)
+    ray_log_env(verbose)   # in the environment: the Pipes job's Ray and its processes inherit it
     if verbose:
-        return _scan_and_report(names, run_tag, log_file)
+        return _scan_and_report(names, run_tag, log_file, sources_given)
     with route_logs(log_file):
-        return _scan_and_report(names, run_tag, log_file)
+        return _scan_and_report(names, run_tag, log_file, sources_given)
 
 
-def _scan_and_report(names: list[str], run_tag: str, log_file: Path) -> int:
+def _scan_and_report(names: list[str], run_tag: str, log_file: Path, sources_given: bool = False) -> int:
     from pipeline import locking, progress, stopping
     from pipeline.runner import run_pipeline
 
     progress.claim_terminal()   # the scan's progress lines, from inside its Dagster step
-    prepare = _unprepared()
+    prepare = _unprepared(sources_given)
     if prepare:
         _say(f"items of {', '.join(prepare)} are not built yet: preparing them first")
     started = time.perf_counter()
@@ -193,8 +234,19 @@ def _scan_and_report(names: list[str], run_tag: str, log_file: Path) -> int:
             _error(f"details: {log_file}")
         return 1
     for name in names:
+        _say_reading(name)
         report(name)
     return 0
+
+
+def _say_reading(name: str) -> None:
+    """What the scan of `name` read: documents, bad lines skipped, empty files (each named)."""
+    from pipeline.contamination.engines import reading_lines
+    from pipeline.contamination.scan_cache import load_reading
+
+    notes = load_reading(paths.cache_dir() / "contamination" / name)
+    for line in reading_lines(name, notes) if notes else []:
+        _say(line)
 
 
 def report(corpus: str | None) -> int:

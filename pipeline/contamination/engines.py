@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.contamination.corpora import CorpusSpec, shard_paths
+from pipeline.contamination.corpora import CorpusSpec, not_regular, shard_paths
 from pipeline.contamination.index import ItemIndex
 from pipeline.contamination.local_engine import _scan_local
 from pipeline.contamination.ray_engine import RayScanner as RayScanner
@@ -40,8 +40,10 @@ from pipeline.contamination.ray_engine import ray_session as ray_session
 from pipeline.contamination.reading import Reading
 from pipeline.contamination.reading import scan_range as scan_range
 from pipeline.contamination.scan import MATCHES, FileStats, ShardError, smallest_per_hash
-from pipeline.contamination.scan_cache import _cached, _prune, _store, cache_key
+from pipeline.contamination.scan_cache import _cached, _prune, _store, cache_key, save_reading
 from pipeline.contamination.scan_cache import file_fingerprint as file_fingerprint
+
+EMPTY_SHOWN = 5                  # empty files named on the terminal after a scan
 
 
 @dataclass
@@ -58,6 +60,22 @@ class CorpusScan:
     def bytes_scanned(self) -> int:
         return sum(s.bytes for s in self.files.values())
 
+    def reading_summary(self) -> dict[str, int]:
+        """What the corpus's files held, summed: documents read, bad lines (or records) skipped,
+        empty files (0 bytes, whitespace only, an empty list or table), invalid UTF-8 sequences."""
+        stats = self.files.values()
+        return {"documents": sum(s.documents for s in stats), "bad lines": sum(s.bad_rows for s in stats),
+                "empty files": sum(s.empty for s in stats), "invalid utf-8": sum(s.invalid_utf8 for s in stats)}
+
+    def reading_notes(self) -> dict[str, object]:
+        """reading_summary, plus which files were empty and the first bad line's reason: what the
+        terminal says after a scan (`reading_lines`)."""
+        bad = sorted(p for p, s in self.files.items() if s.bad_rows)
+        return {**self.reading_summary(), "files": len(self.files),
+                "empty paths": sorted(p for p, s in self.files.items() if s.empty),
+                "first error": next((f"{p}: {self.files[p].first_error}" for p in bad if self.files[p].first_error),
+                                    None)}
+
 
 def scan_corpus(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path, *, engine: str | None = None,
                 workers: int | None = None, log: Callable[[str], None] | None = None) -> CorpusScan:
@@ -71,6 +89,10 @@ def scan_corpus(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path,
     result = CorpusScan(MATCHES.empty_table(), engine=engine)
     keys, tables, todo = {}, [], []
     for path in files:
+        odd = not_regular(path)   # a FIFO would block the read; a symlink loop cannot be opened
+        if odd is not None:
+            result.quarantine.append({"path": path, "reason": odd})
+            continue
         try:
             keys[path] = cache_key(path, reading, index.digest)
         except (OSError, ShardError) as exc:
@@ -95,6 +117,22 @@ def scan_corpus(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path,
         result.files[path] = stats
         result.scanned += 1
     _prune(folder, set(keys.values()))
+    save_reading(folder, result.reading_notes())
     result.matches = smallest_per_hash(tables)
     result.seconds = time.perf_counter() - started
     return result
+
+
+def reading_lines(name: str, notes: dict) -> list[str]:
+    """What a scan read, for the terminal: the counts, each empty file (at most EMPTY_SHOWN), and
+    the first bad line's reason."""
+    lines = [f"{name}: {notes.get('documents', 0):,} documents read from {notes.get('files', 0):,} files, "
+             f"{notes.get('bad lines', 0):,} bad lines skipped, {notes.get('empty files', 0):,} empty files, "
+             f"{notes.get('invalid utf-8', 0):,} invalid UTF-8 sequences"]
+    empty = list(notes.get("empty paths") or [])
+    lines += [f"{name}: empty file (no document): {path}" for path in empty[:EMPTY_SHOWN]]
+    if len(empty) > EMPTY_SHOWN:
+        lines.append(f"{name}: ... and {len(empty) - EMPTY_SHOWN:,} more empty files")
+    if notes.get("first error"):
+        lines.append(f"{name}: first bad line: {notes['first error']}")
+    return lines

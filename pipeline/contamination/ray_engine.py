@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 
@@ -31,6 +34,12 @@ from pipeline.contamination.scan import (
 # whole CPU leaves no room for any read on a local Ray: the dataset waits forever).
 READ_CPUS = 0.1
 STATS_COLUMN = "stats"           # Ray rows carrying a file's FileStats (JSON), hash null
+# Ray's log levels, read from the environment by the driver and every process Ray starts: its
+# Python loggers (RAY_LOGGER_LEVEL) and its C++ core (RAY_BACKEND_LOG_LEVEL, whose warnings and
+# errors, such as an actor's restart caveat, a driver prints on stderr). Quiet unless -v: a failure
+# reaches wenheng as a Python exception all the same.
+QUIET_ENV = {"RAY_LOGGER_LEVEL": "error", "RAY_BACKEND_LOG_LEVEL": "fatal"}
+VERBOSE_ENV = {"RAY_LOGGER_LEVEL": "warning", "RAY_BACKEND_LOG_LEVEL": "warning"}
 
 
 class RayScanner:
@@ -87,19 +96,55 @@ def _plain(path: str) -> str:
     return os.path.abspath(path.removeprefix("file://")) if "://" not in path.removeprefix("file://") else path
 
 
+def ray_log_env(verbose: bool) -> None:
+    """Ray's log levels for this process and the processes it starts (the Pipes job, Ray's own):
+    quiet, or with `verbose` its warnings. Variables the user set are kept."""
+    for key, value in (VERBOSE_ENV if verbose else QUIET_ENV).items():
+        os.environ.setdefault(key, value)
+
+
+def _ray_quiet() -> bool:
+    return os.environ.get("RAY_LOGGER_LEVEL", "").lower() in ("error", "critical")
+
+
 def ray_session(address: str | None, workers: int | None) -> None:
     """ray.init for a scan: a cluster by address (`ray start --head` / KubeRay's service), or a
-    local Ray started on the spot with `workers` CPUs."""
+    local Ray started on the spot with `workers` CPUs; quiet unless ray_log_env(verbose=True) ran."""
     import ray
 
     if ray.is_initialized():
         return
+    ray_log_env(verbose=False)   # the default: quiet
+    level = logging.getLevelName(os.environ["RAY_LOGGER_LEVEL"].upper())
+    if _ray_quiet():   # Ray Data's advice (actor pool sizes, block counts) is Python warnings
+        warnings.filterwarnings("ignore", module=r"ray(\.|$)")
     # Ray's own INFO lines (execution plans, where its logs are) would drown wenheng's progress lines
-    kwargs = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    kwargs = {"include_dashboard": False, "log_to_driver": False,
+              "logging_level": level if isinstance(level, int) else logging.WARNING}
     if address:
-        ray.init(address=address, **kwargs)
+        kwargs["address"] = address
     else:
-        ray.init(num_cpus=workers or os.cpu_count() or 1, **kwargs)
+        kwargs["num_cpus"] = workers or os.cpu_count() or 1
+    with _stderr_closed(_ray_quiet()):   # the C++ core's one line saying it read RAY_BACKEND_LOG_LEVEL
+        ray.init(**kwargs)
+
+
+@contextmanager
+def _stderr_closed(quiet: bool) -> Iterator[None]:
+    """Within, when `quiet`: file descriptor 2 is /dev/null (what Ray's C++ code writes there
+    during ray.init; a failure is still raised as an exception)."""
+    if not quiet:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: CorpusSpec, workers: int | None,
@@ -110,7 +155,8 @@ def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: Corpus
     import ray
     import ray.data
 
-    logging.getLogger("ray.data").setLevel(logging.ERROR)   # execution plans and timings: wenheng logs its own
+    # execution plans and timings: wenheng logs its own
+    logging.getLogger("ray.data").setLevel(logging.ERROR if _ray_quiet() else logging.WARNING)
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
@@ -125,6 +171,8 @@ def _scan_ray(files: list[str], reading: Reading, index: ItemIndex, spec: Corpus
         ds = ray.data.read_binary_files(files, include_paths=True, num_cpus=READ_CPUS)
         batch_size = 1
     scanners = workers or max(int(ray.cluster_resources().get("CPU", 1)), 1)
+    if batch_size == 1:   # a file per call: no more scanners than files (Ray Data warns of idle ones)
+        scanners = min(scanners, len(files))
     ds = ds.map_batches(RayScanner, fn_constructor_kwargs={"hashes": hashes, "reading": reading,
                                                            "canonical": canonical},
                         batch_format="pyarrow", batch_size=batch_size, num_cpus=1 - READ_CPUS,

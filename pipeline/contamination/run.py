@@ -4,71 +4,16 @@ through Dagster Pipes) calls."""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
-from pipeline.config import ConfigError
-from pipeline.contamination.corpora import CorpusSpec, shard_paths
-from pipeline.contamination.engines import CorpusScan, Reading, scan_corpus
+from pipeline.contamination.corpora import CorpusSpec
+from pipeline.contamination.engines import CorpusScan, scan_corpus
+from pipeline.contamination.fields import check_fields as check_fields
 from pipeline.contamination.index import ItemIndex, build_index
 from pipeline.contamination.overlap import overlap_rows, share_histogram
-from pipeline.contamination.scan import ShardError, _get
-
-PROBE_FILES = 3          # files sampled for the field check ...
-PROBE_DOCUMENTS = 1000   # ... and documents per file
-
-
-def check_fields(spec: CorpusSpec, name: str) -> None:
-    """Before any work: every configured field appears in at least one of the first documents of
-    the first files; else one line naming the field and the keys the documents do have."""
-    if not spec.fields:
-        return
-    files = shard_paths(spec)
-    if not files:
-        raise ConfigError(f"corpora.{name}: no file found under {', '.join(spec.paths)}")
-    records: list[dict] = []
-    for path in files[:PROBE_FILES]:
-        try:
-            records += [r for r in _first_records(path, spec) if isinstance(r, dict)]
-        except (ShardError, OSError, ValueError, pa.ArrowException):
-            continue   # a broken file is the scan's to quarantine and report, not the check's
-    if not records:
-        return
-    missing = [f for f in spec.fields if not any(_get(r, f.split(".")) is not None for r in records)]
-    if missing:
-        keys = Counter(k for r in records for k in r)
-        have = ", ".join(k for k, _ in keys.most_common(12)) or "none"
-        raise ConfigError(f"corpora.{name}: field {', '.join(missing)} appears in none of the first documents "
-                          f"of {', '.join(files[:PROBE_FILES])} (their keys: {have})")
-
-
-def _first_records(path: str, spec: CorpusSpec) -> list:
-    fmt = Reading.of(spec).format_for(path)
-    if fmt == "txt":
-        return []
-    if fmt == "parquet":
-        batches = pq.ParquetFile(path).iter_batches(batch_size=PROBE_DOCUMENTS)
-        return next(batches, pa.table({})).to_pylist()
-    with open(path, "rb") as f:
-        if fmt == "json":
-            value = json.loads(f.read().decode("utf-8", errors="replace"))
-            return (value if isinstance(value, list) else [value])[:PROBE_DOCUMENTS]
-        out = []
-        for i, line in enumerate(f):
-            if i >= PROBE_DOCUMENTS:
-                break
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
-        return out
 
 
 @dataclass

@@ -43,6 +43,7 @@ class FileStats:
     documents: int = 0
     characters: int = 0
     bytes: int = 0
+    rows: int = 0              # lines (jsonl, txt) or records (json, parquet) that are not blank
     bad_rows: int = 0          # lines or records that could not be read (not JSON, not a document)
     invalid_utf8: int = 0      # byte sequences that are not UTF-8 (read as U+FFFD, which no key holds)
     fields_found: dict[str, int] = field(default_factory=dict)   # field -> documents holding it
@@ -52,11 +53,18 @@ class FileStats:
         self.documents += other.documents
         self.characters += other.characters
         self.bytes += other.bytes
+        self.rows += other.rows
         self.bad_rows += other.bad_rows
         self.invalid_utf8 += other.invalid_utf8
         for k, v in other.fields_found.items():
             self.fields_found[k] = self.fields_found.get(k, 0) + v
         self.first_error = self.first_error or other.first_error
+
+    @property
+    def empty(self) -> bool:
+        """No line or record that is not blank: a 0-byte or whitespace-only file, an empty list or
+        table."""
+        return self.rows == 0
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -166,11 +174,13 @@ def parse_lines(data: bytes, fmt: str, docs: Documents, stats: FileStats) -> tup
     lines = text.split("\n")
     if fmt == "txt":
         texts = [line for line in lines if line.strip()]
+        stats.rows += len(texts)
         return texts, [None] * len(texts)
     records = []
     for line in lines:
         if not line.strip():
             continue
+        stats.rows += 1
         try:
             records.append(json.loads(line))
         except ValueError as exc:
@@ -182,16 +192,22 @@ def parse_lines(data: bytes, fmt: str, docs: Documents, stats: FileStats) -> tup
 def parse_json(data: bytes, docs: Documents, stats: FileStats) -> tuple[list[str], list[str | None]]:
     """A json file: a list of documents, or one document."""
     stats.bytes += len(data)
+    text = decode(data, stats)
+    if not text.strip():
+        return [], []   # an empty file: said as one, not quarantined as bad JSON
     try:
-        value = json.loads(decode(data, stats))
+        value = json.loads(text)
     except ValueError as exc:
         raise ShardError(f"not valid JSON: {exc}") from None
-    return docs.extract(value if isinstance(value, list) else [value], stats)
+    records = value if isinstance(value, list) else [value]
+    stats.rows += len(records)
+    return docs.extract(records, stats)
 
 
 def parse_parquet_batch(batch: pa.RecordBatch | pa.Table, docs: Documents,
                         stats: FileStats) -> tuple[list[str], list[str | None]]:
     stats.bytes += batch.nbytes
+    stats.rows += batch.num_rows
     return docs.extract(batch.to_pylist(), stats)
 
 

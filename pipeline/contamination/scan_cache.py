@@ -15,7 +15,7 @@ from pipeline.contamination.corpora import format_of, is_url
 from pipeline.contamination.reading import Reading
 from pipeline.contamination.scan import FileStats
 
-SCAN_VERSION = "1"               # bump when what a file's scan holds changes: cached scans are redone
+SCAN_VERSION = "2"               # bump when what a file's scan holds changes: cached scans are redone
 
 
 def file_fingerprint(path: str) -> str:
@@ -59,3 +59,22 @@ def _prune(folder: Path, keep: set[str]) -> None:
         for file in folder.glob("*.parquet"):
             if file.stem not in keep:
                 file.unlink(missing_ok=True)
+
+
+READING_FILE = "reading.json"    # the last scan's reading notes (engines.CorpusScan.reading_notes)
+
+
+def save_reading(folder: Path, notes: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{READING_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(notes, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, folder / READING_FILE)
+
+
+def load_reading(folder: Path) -> dict | None:
+    """The notes save_reading kept, or None (never scanned, or unreadable)."""
+    try:
+        notes = json.loads((folder / READING_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return notes if isinstance(notes, dict) else None
