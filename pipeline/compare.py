@@ -71,9 +71,29 @@ def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
         raise CompareError("compare two different models")
     frame = pairwise(con, [model_a, model_b], benchmarks).get((model_a, model_b))
     if frame is None:
+        why = not_compared(con, None, model_a, model_b, benchmarks)
         raise CompareError(f"{model_a} and {model_b} share no benchmark run (the same benchmark, split, setting "
-                           "and variant) in the warehouse")
+                           "and variant) in the warehouse" + "".join(f"; {line}" for line in why))
     return frame
+
+
+def not_compared(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame | None, model_a: str, model_b: str,
+                 benchmarks: list[str] | None) -> list[str]:
+    """One line per benchmark asked for (`--benchmark`) that has no row in `frame`, saying why:
+    a model never answered it, or no row shared by both has a score (withheld gold answers)."""
+    shown = set(frame["benchmark"]) if frame is not None else set()
+    lines = []
+    for name in dict.fromkeys(benchmarks or ()):
+        if name in shown:
+            continue
+        ran = {m for (m,) in con.execute("SELECT DISTINCT model FROM responses WHERE benchmark = ? AND model IN (?, ?)",
+                                         [name, model_a, model_b]).fetchall()}
+        missing = [m for m in (model_a, model_b) if m not in ran]
+        why = (f"no responses of {' or '.join(missing)} to it in the warehouse" if missing else
+               "no paper row of one split, setting and variant has a score of either model (gold answers "
+               "withheld, as AC-EVAL's test split's: `wenheng submission` writes those)")
+        lines.append(f"{name}: nothing to compare: {why}")
+    return lines
 
 
 def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list[str] | None = None,
@@ -85,7 +105,7 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list
     from pipeline.warehouse import _units, paper_judge_tasks
 
     all_cards = cards()
-    wanted = benchmarks or sorted(all_cards)
+    wanted = list(dict.fromkeys(benchmarks or sorted(all_cards)))   # a benchmark named twice is compared once
     for name in wanted:
         if name not in all_cards:
             raise CompareError(f"unknown benchmark {name!r} (known: {', '.join(sorted(all_cards))})")

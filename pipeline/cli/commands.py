@@ -205,9 +205,13 @@ def compare(args: argparse.Namespace) -> int:
             frame = comparing.compare(con, args.model_a, args.model_b, args.benchmark)
         except comparing.CompareError as exc:
             raise UserError(str(exc)) from None
+        # every --benchmark is accounted for: one without a compared row says why, never dropped silently
+        left_out = comparing.not_compared(con, frame, args.model_a, args.model_b, args.benchmark)
     if args.headline and not frame["headline"].any():
         raise UserError("no headline row is shared by both models: drop --headline to see every row")
     print(comparing.text(frame, args.headline))
+    for line in left_out:
+        print(f"\n{line}")
     if args.csv:
         frame.to_csv(args.csv, index=False, encoding="utf-8")
         print(f"\nwrote {len(frame):,} rows to {args.csv}")

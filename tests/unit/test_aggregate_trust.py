@@ -100,3 +100,20 @@ def test_paired_difference_interval_and_p_value():
     assert a["ci_low"] < b["ci_high"]   # each model's own interval overlaps the other's
     same = paired_difference(b["score"], b["score"], b["replicates"], b["replicates"])
     assert same.difference == 0 and same.p_value == 1.0 and same.ci_low == same.ci_high == 0
+
+
+def test_every_benchmark_asked_to_compare_is_shown_or_said_why():
+    """`wenheng compare --benchmark aceval --benchmark wenmind` used to drop aceval without a word
+    when it had nothing to compare (its test answers withheld)."""
+    import duckdb
+
+    from pipeline.compare import not_compared
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE responses AS SELECT * FROM (VALUES ('aceval', 'a'), ('aceval', 'b'), "
+                "('wenmind', 'a'), ('wenmind', 'b'), ('fuxi', 'a')) t(benchmark, model)")
+    frame = pd.DataFrame({"benchmark": ["wenmind"]})
+    lines = not_compared(con, frame, "a", "b", ["aceval", "wenmind", "fuxi", "aceval"])
+    assert len(lines) == 2 and lines[0].startswith("aceval: nothing to compare: no paper row")
+    assert "withheld" in lines[0] and lines[1] == "fuxi: nothing to compare: no responses of b to it in the warehouse"
+    assert not_compared(con, frame, "a", "b", None) == []
