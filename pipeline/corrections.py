@@ -262,8 +262,20 @@ def _audit(corr: Correction, benchmark: str, status: str, note: str | None = Non
             "origin": corr.origin}
 
 
+def _read_text(file: Path) -> str:
+    """A corrections file's text (UTF-8, a byte-order mark allowed); a file that is not UTF-8 or
+    cannot be read is a CorrectionsError naming it."""
+    try:
+        return file.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CorrectionsError(f"{file}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                               "save it as UTF-8") from None
+    except OSError as exc:
+        raise CorrectionsError(f"{file}: cannot be read ({exc.strerror or exc})") from None
+
+
 def _csv_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
-    text = file.read_bytes().decode("utf-8-sig").replace("\r\n", "\n")
+    text = _read_text(file).replace("\r\n", "\n")
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = reader.fieldnames or []
     problems = []
@@ -284,7 +296,7 @@ def _csv_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any
 
 def _yaml_rows(file: Path) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     try:
-        data = yaml.safe_load(file.read_text(encoding="utf-8-sig"))
+        data = yaml.safe_load(_read_text(file))
     except yaml.YAMLError as exc:
         raise CorrectionsError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
     defaults: dict[str, Any] = {}

@@ -74,8 +74,25 @@ def _path(raw: str) -> Path:
     return Path(raw).expanduser().resolve()
 
 
-def _paths(raw: str) -> tuple[Path, ...]:
-    return tuple(_path(p) for p in raw.split(os.pathsep) if p.strip())
+def _folder(raw: str) -> Path:
+    """A folder wenheng creates when it is missing: anything but a file (mkdir said only
+    `[Errno 17] File exists` deep inside a run)."""
+    path = _path(raw)
+    if path.exists() and not path.is_dir():
+        raise _Invalid(f"a folder path ({path} is a file)")
+    return path
+
+
+def _card_folders(raw: str) -> tuple[Path, ...]:
+    """Card folders, each a package (an __init__.py): checked here, so a wrong one is one line
+    before any stage, not an ImportError where the registry loads it."""
+    folders = tuple(_path(p) for p in raw.split(os.pathsep) if p.strip())
+    for folder in folders:
+        if not (folder / "__init__.py").is_file():
+            why = "does not exist" if not folder.exists() else "has no __init__.py"
+            raise _Invalid(f"card folders separated by `:` (os.pathsep), each with an __init__.py "
+                           f"({folder} {why})")
+    return folders
 
 
 def _text(raw: str) -> str:
@@ -142,25 +159,26 @@ class Settings:
                           help="correction files, checked with the sources and models before any stage")
     warehouse = Setting("WENHENG_WAREHOUSE", _path, DATA_DIR / "warehouse.duckdb", expected="a file path",
                         help="the DuckDB warehouse")
-    reports = Setting("WENHENG_REPORTS", _path, lambda s: s.warehouse.parent / "reports", expected="a folder path",
+    reports = Setting("WENHENG_REPORTS", _folder, lambda s: s.warehouse.parent / "reports", expected="a folder path",
                       default_text="`reports/` beside the warehouse (`data/reports`)",
                       help="HTML reports, one folder per run")
-    logs = Setting("WENHENG_LOGS", _path, lambda s: s.warehouse.parent / "logs", expected="a folder path",
+    logs = Setting("WENHENG_LOGS", _folder, lambda s: s.warehouse.parent / "logs", expected="a folder path",
                    default_text="`logs/` beside the warehouse (`data/logs`)",
                    help="one log file per `wenheng run`: full tracebacks of failed steps, third-party "
                         "warnings and log lines")
-    lake = Setting("WENHENG_LAKE", _path, DATA_DIR / "lake", expected="a folder path",
+    lake = Setting("WENHENG_LAKE", _folder, DATA_DIR / "lake", expected="a folder path",
                    help="parquet files written by the assets, one per asset or partition")
-    history = Setting("WENHENG_HISTORY", _path, None, expected="a folder path",
+    history = Setting("WENHENG_HISTORY", _folder, None, expected="a folder path",
                       default_text="`history/` beside the lake (`data/history`)",
                       help="the warehouse's append-only history (`wenheng diff`)")
-    cache = Setting("WENHENG_CACHE", _path, DATA_DIR / "cache", expected="a folder path",
+    cache = Setting("WENHENG_CACHE", _folder, DATA_DIR / "cache", expected="a folder path",
                     help="the response cache, downloaded sources and the contamination scans' state")
-    model_store = Setting("WENHENG_MODEL_STORE", _path, DATA_DIR / "cache" / "models", expected="a folder path",
+    model_store = Setting("WENHENG_MODEL_STORE", _folder, DATA_DIR / "cache" / "models", expected="a folder path",
                           help="bundled models converted for vLLM")
-    cards = Setting("WENHENG_CARDS", _paths, (), expected="folders separated by `:` (os.pathsep)", default_text="none",
+    cards = Setting("WENHENG_CARDS", _card_folders, (), expected="folders separated by `:` (os.pathsep)",
+                    default_text="none",
                     help="benchmark card folders kept outside pipeline/benchmarks")
-    dagster_home = Setting("DAGSTER_HOME", _path, PROJECT_ROOT / ".dagster_home", expected="a folder path",
+    dagster_home = Setting("DAGSTER_HOME", _folder, PROJECT_ROOT / ".dagster_home", expected="a folder path",
                            help="the Dagster instance, shared by `wenheng run` and `dagster dev`")
 
     # -- how a run behaves ----------------------------------------------------------------------

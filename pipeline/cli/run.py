@@ -105,6 +105,11 @@ def _planned(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]
     unknown = sorted(set(wanted) - set(models))
     if unknown:
         raise UserError(f"unknown models {unknown}; configured: {', '.join(models)}")
+    from pipeline.engines.cache import cache_file, cache_problem
+
+    unreadable = cache_problem(cache_file())   # every answer goes through it: a corrupt file is named now
+    if unreadable:
+        raise UserError(unreadable)
     return chosen, wanted, corpora
 
 

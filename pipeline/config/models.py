@@ -32,10 +32,11 @@ from pydantic import (
     ValidationInfo,
     create_model,
     field_validator,
+    model_validator,
 )
 
 from pipeline.config.entries import BenchmarkName, Entry, a_mapping, expect, not_blank, null_is, typed
-from pipeline.config.problems import ConfigError, Problems, problems_at, where
+from pipeline.config.problems import ConfigError, Problems, problem, problems_at, where
 from pipeline.script import VARIANT_CONFIGS
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -119,10 +120,40 @@ class _EngineEntry(ModelEntry):
     model_config = ConfigDict(extra="forbid")
 
 
+def local_model_problem(model: Any) -> str | None:
+    """What is wrong with a vLLM `model` written as a local path (it starts with /, . or ~): it
+    must be a model folder with config.json, or a .gguf file. None for a hub name (`org/name`),
+    `bundled:…`, or a path that holds a model. Checked with the configuration, so a missing model
+    is one line before any stage, not vLLM's HFValidationError when the model loads; not under
+    the k8s executor, whose steps run where their own volumes hold the model."""
+    from pipeline.settings import settings
+
+    if not isinstance(model, str) or not model.startswith(("/", ".", "~")) or settings().executor == "k8s":
+        return None
+    if "\0" in model:
+        return f"{model!r} contains a NUL character; expected a model folder with config.json"
+    path = Path(model).expanduser()
+    if not path.exists():
+        return (f"{model} does not exist; expected a model folder with config.json, a .gguf file "
+                "or a hub name such as org/name")
+    if path.is_dir() and not (path / "config.json").is_file():
+        return f"{model} holds no config.json; expected a Hugging Face model folder"
+    if path.is_file() and path.suffix.lower() != ".gguf":
+        return f"{model} is a file; expected a model folder with config.json or a .gguf file"
+    return None
+
+
 class _VllmEntry(ModelEntry):
     """vLLM's own arguments pass to vllm.LLM: known when vLLM is installed, any key otherwise."""
 
     model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="after")
+    def _local_model_exists(self) -> _VllmEntry:
+        found = local_model_problem(getattr(self, "model", None))
+        if found:
+            raise problem(found, at=("model",))
+        return self
 
     @classmethod
     def known_keys(cls) -> set[str] | None:

@@ -60,7 +60,16 @@ def _limit(value: Any, info: ValidationInfo) -> int | float:
 
 
 Label = Annotated[str, BeforeValidator(_scalar_as_text), expect("a single value (a string)")]
-Location = typed(str, says="that is not empty (quote it in YAML)", checks=(AfterValidator(not_blank),))
+def _no_nul(value: Any) -> Any:
+    """A path with a NUL character in it cannot be opened (Python raises `embedded null byte`)."""
+    if isinstance(value, str) and "\0" in value:
+        raise ValueError("NUL character")
+    return value
+
+
+Location = typed(str, says="that is not empty (quote it in YAML) and holds no NUL character",
+                 checks=(AfterValidator(not_blank), AfterValidator(_no_nul)))
+InsidePath = typed(str, says="that holds no NUL character", checks=(AfterValidator(_no_nul),))
 
 
 def split_names(example: str) -> Any:
@@ -136,7 +145,7 @@ class _SourceKeys(Entry):
     path: Location = ""
     url: Annotated[str, AfterValidator(_url), expect("http://, https:// or file://", lead="must start with")] = ""
     sha256: Text = ""
-    subpath: Text = ""
+    subpath: InsidePath = ""
     version: Label = "unversioned"
     license: Label = ""
     splits: split_names("[dev]") = None        # only these splits (file stems / split folders); null: all

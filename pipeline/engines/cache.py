@@ -82,6 +82,32 @@ def cache_file(directory: str | Path | None = None) -> Path:
     return Path(directory or paths.cache_dir()) / FILE_NAME
 
 
+class CacheUnreadable(OSError):
+    """The cache's file is not an SQLite database wenheng can use (truncated, overwritten, another
+    program's file): one line naming the file and what to do."""
+
+    def __init__(self, path: Path, exc: BaseException):
+        super().__init__(f"the response cache {path} cannot be read ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())}); move it aside or delete it, and the next run "
+                         "asks the models again")
+
+
+def cache_problem(path: Path) -> str | None:
+    """Why the cache file at `path` cannot be used, or None (also when it does not exist yet): read
+    before any stage by `wenheng run`, so a corrupt file is one line naming it."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=60)
+        try:
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error as exc:
+        return str(CacheUnreadable(path, exc))
+    return None
+
+
 class ResponseCache:
     """The store. A context manager: `with ResponseCache(path) as cache:` closes it on the way out
     (committing first whatever its open writers still hold)."""
@@ -90,7 +116,11 @@ class ResponseCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._db = sqlite3.connect(path, timeout=60, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        try:
+            self._db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError as exc:   # "file is not a database": the file is named
+            self._db.close()
+            raise CacheUnreadable(path, exc) from None
         # Rows still survive a killed process; only an OS crash could drop the last few
         # transactions: a full fsync per commit would stall the writer for nothing a kill can lose.
         self._db.execute("PRAGMA synchronous=NORMAL")

@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]   # test_config_errors, and the conftest it imports
 
-from test_config_errors import CASES, UNSET_KEY, case_files  # noqa: E402
+from test_config_errors import CASES, UNSET_KEY, case_environment, case_files  # noqa: E402
 
 STAGES = ("] prepare:", "] evaluate:", "] publish:")
 LIMIT_S = 180
@@ -47,6 +47,7 @@ def run_case(checkout: Path, case: tuple) -> tuple[str, str, bool, str]:
                    WENHENG_CACHE=str(work / "cache"), WENHENG_CORRECTIONS=str(work / "corrections"),
                    WENHENG_CORPORA=str(work / "corpora.yaml"), WENHENG_REPORTS=str(work / "reports"),
                    PYTHONUNBUFFERED="1")
+        env.update(case_environment(broken, text, work))
         command = [sys.executable, "-m", "pipeline.cli", "run", "--no-report", "--sources", str(work / "sources.yaml"),
                    "--models", str(work / "models.yaml"), *args]
         with open(work / "out", "w+b") as out, open(work / "err", "w+b") as err:

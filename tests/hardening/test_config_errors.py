@@ -47,8 +47,10 @@ def _wenmind(extra: str = "", path: str = str(WENMIND)) -> str:
 URL = "url: http://127.0.0.1:9/x.json"
 SHA = "0123456789abcdef" * 4
 
-# (name, what is broken: sources | models | args, its text (str or bytes; args: a list), [what each
-# problem line must name: a key, or a tuple of fragments that must all be in the line])
+# (name, what is broken: sources | models | args | corrections | env | cache, its text (str or
+# bytes; args: a list; corrections: file name -> bytes; env: variable -> value, `{file}` a file made
+# for the case; cache: the response cache's bytes), [what each problem line must name: a key, or a
+# tuple of fragments that must all be in the line])
 CASES = [
     # -- sources.yaml: the file and its keys
     ("benchmarks_list", "sources", "benchmarks:\n  - wenmind\n", ["benchmarks"]),
@@ -103,6 +105,10 @@ CASES = [
      [("benchmarks.wenmind.path", "holds no wenmind file", "allow_empty")]),
     ("path_jsonl_folder_without_files", "sources", _source("fuxi", f"path: '{SAMPLES / 'wyweb'}', version: s1"),
      [("benchmarks.fuxi.path", "holds no fuxi file; expected a .jsonl file")]),
+    ("path_nul_byte", "sources", 'benchmarks:\n  wenmind: {path: "x\\0y.json", version: s1}\n',
+     [("benchmarks.wenmind.path", "holds no NUL character", "(got 'x\\x00y.json')")]),
+    ("subpath_nul_byte", "sources", _source("wenmind", f'{URL}, sha256: {SHA}, subpath: "a\\0b"'),
+     [("benchmarks.wenmind.subpath", "holds no NUL character")]),
     ("allow_empty_not_boolean", "sources", _wenmind(", allow_empty: maybe"),
      [("benchmarks.wenmind.allow_empty", "expected true or false (got 'maybe')")]),
     ("mapping_broken_json", "sources", _aceval(", evaluate: [dev]", CORPUS / "aceval" / "mapping_broken_json"),
@@ -231,6 +237,10 @@ CASES = [
      [("models.m.max_model_len", ">= 1")]),
     ("vllm_chat_template_number", "models", _models("    engine: vllm\n    model: x\n    chat_template: 3\n"),
      [("models.m.chat_template", "(got 3)")]),
+    ("vllm_model_path_missing", "models", _models("    engine: vllm\n    model: /nonexistent/model\n"),
+     [("models.m.model", "/nonexistent/model does not exist", "config.json")]),
+    ("vllm_model_folder_without_config", "models", _models(f"    engine: vllm\n    model: '{SAMPLES}'\n"),
+     [("models.m.model", "holds no config.json")]),
     ("judge_unknown_model", "models", GOOD_MODELS + "judges:\n  wenmind: {model: nobody}\n",
      ["judges.wenmind.model"]),
     ("judge_baseline_model", "models", GOOD_MODELS + "judges:\n  wenmind: {model: oracle}\n",
@@ -269,6 +279,19 @@ CASES = [
     ("judge_prompts_without_file", "models",
      JUDGE_MODELS + f"judges:\n  wenmind: {{model: j, prompts: {{sha256: {SHA}}}}}\n",
      [("judges.wenmind.prompts.official", "missing")]),
+    # -- correction files, the environment and the response cache (`case_environment`)
+    ("corrections_yaml_not_utf8", "corrections",
+     {"fix.yaml": "benchmark: wenmind\ncorrections: []\n# caf\xe9\n".encode("latin-1")},
+     [("fix.yaml", "not UTF-8 text")]),
+    ("corrections_csv_not_utf8", "corrections",
+     {"fix.csv": "item_id,field,old,new,reason,date\nwenmind/test/t/1,answer,\xe9,B,r,2026-01-01\n".encode("latin-1")},
+     [("fix.csv", "not UTF-8 text")]),
+    ("cards_folder_missing", "env", {"WENHENG_CARDS": "/nonexistent"},
+     [("WENHENG_CARDS='/nonexistent'", "/nonexistent does not exist")]),
+    ("lake_is_a_file", "env", {"WENHENG_LAKE": "{file}"}, [("WENHENG_LAKE=", "a folder path", "is a file")]),
+    ("cache_is_a_file", "env", {"WENHENG_CACHE": "{file}"}, [("WENHENG_CACHE=", "a folder path", "is a file")]),
+    ("response_cache_corrupt", "cache", b"not an SQLite file" * 300,
+     [("responses.sqlite", "file is not a database")]),
     # -- the command line
     ("select_no_asset", "args", ["--select", "key:nosuch_asset"], [("--select 'key:nosuch_asset'", "matches no asset")]),
     ("select_unknown_key", "args", ["--select", "nosuch"], [("--select 'nosuch'", "nosuch")]),
@@ -318,7 +341,27 @@ def case_files(broken: str, text) -> tuple[str | bytes, str | bytes, list[str]]:
     """(sources text, models text, extra arguments) of a corpus case."""
     if broken == "args":
         return GOOD_SOURCES, GOOD_MODELS, list(text)
+    if broken not in ("sources", "models"):
+        return GOOD_SOURCES, GOOD_MODELS, []
     return (text, GOOD_MODELS, []) if broken == "sources" else (GOOD_SOURCES, text, [])
+
+
+def case_environment(broken: str, text, work: Path) -> dict[str, str]:
+    """The variables a case sets, and what it puts in `work` beside the two files: correction
+    files (in work/corrections), a file for `{file}`, or the response cache (work/cache)."""
+    if broken == "env":
+        (work / "a_file").write_text("a file, not a folder", encoding="utf-8")
+        return {name: value.replace("{file}", str(work / "a_file")) for name, value in text.items()}
+    if broken == "corrections":
+        (work / "corrections").mkdir(exist_ok=True)
+        for name, content in text.items():
+            (work / "corrections" / name).write_bytes(content)
+        return {"WENHENG_CORRECTIONS": str(work / "corrections")}
+    if broken == "cache":
+        (work / "cache").mkdir(exist_ok=True)
+        (work / "cache" / "responses.sqlite").write_bytes(text)
+        return {"WENHENG_CACHE": str(work / "cache")}
+    return {}
 
 
 def test_the_corpus_is_large_and_names_every_case_once():
@@ -329,6 +372,8 @@ def test_the_corpus_is_large_and_names_every_case_once():
 @pytest.mark.parametrize(("case", "broken", "text", "keys"), CASES, ids=[c[0] for c in CASES])
 def test_broken_config_stops_the_run_with_one_line_per_problem(isolated, monkeypatch, case, broken, text, keys):
     sources, models, args = case_files(broken, text)
+    for name, value in case_environment(broken, text, isolated).items():
+        monkeypatch.setenv(name, value)
     code, out, err = _run(isolated, monkeypatch, sources, models, args)
     lines = err.strip().splitlines()
     assert code == 2, (case, out, err)
@@ -338,7 +383,7 @@ def test_broken_config_stops_the_run_with_one_line_per_problem(isolated, monkeyp
     path = str(isolated / f"{broken}.yaml")
     for line, key in zip(lines, keys, strict=True):
         fragments = (key,) if isinstance(key, str) else key
-        assert broken == "args" or path in line, line
+        assert broken not in ("sources", "models") or path in line, line
         assert all(fragment in line for fragment in fragments), (fragments, line)
 
 

@@ -10,7 +10,7 @@ from pipeline.config import ConfigError, load_config, load_models
 from pipeline.engines.registry import build_engine
 
 OPENAI = "    engine: openai\n    base_url: http://127.0.0.1:9/v1\n    model: served-qwen\n    api_key_env: null\n"
-VLLM = "    engine: vllm\n    model: /models/qwen\n"
+VLLM = "    engine: vllm\n    model: Qwen/Qwen2.5-0.5B-Instruct\n"   # a hub name: a local path must exist
 WENMIND = ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json"
 
 

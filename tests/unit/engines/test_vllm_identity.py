@@ -28,7 +28,7 @@ def test_parallel_sizes_are_positive_integers(bad):
 
 
 def test_offline_data_parallelism_is_a_config_error_naming_the_way_out(tmp_path):
-    path = write_yaml(tmp_path / "models.yaml", "models:\n  big:\n    engine: vllm\n    model: /models/x\n"
+    path = write_yaml(tmp_path / "models.yaml", "models:\n  big:\n    engine: vllm\n    model: org/x\n"
                                                 "    data_parallel_size: 2\n")
     with pytest.raises(ConfigError) as raised:
         load_models(path)
