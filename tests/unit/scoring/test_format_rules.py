@@ -245,3 +245,12 @@ def test_ci_part_labels_and_bare_titles_are_dropped():
     halves = "上阕：\n" + YI_QIN_E[:25] + "\n下阕：\n" + YI_QIN_E[25:]
     assert check_ci("忆秦娥 秋思\n" + halves, "忆秦娥")["strict"] == 1
     assert check_ci(YI_QIN_E + "\n注：此词写秋景。", "忆秦娥")["strict"] == 0   # a commentary breaks the shape
+
+
+def test_an_answer_with_an_english_preamble_is_scored():
+    """"Sure, here is the poem:" before the ci raised IndexError (a first line without a Han
+    character) and failed Fùxì's scores step; the preamble has no clause, so the ci is checked."""
+    assert clean_ci("Sure") == "Sure"
+    ci = _item("CiG", "词牌：忆秦娥 题目：秋思", YI_QIN_E, {"type": "ci", "cipai": "忆秦娥"})
+    assert score_response(ci, "Sure, here is the poem:\n" + YI_QIN_E)["score"] == 1.0
+    assert score_response(ci, "Sure")["score"] == 0.0
