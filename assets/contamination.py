@@ -40,8 +40,9 @@ corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
         "corpus_overlap": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
             automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
-            description="One row per benchmark item x corpus: the share of the item's input and label "
-                        "n-grams the corpus holds, the longest run, evidence, contaminated."),
+            description="One row per benchmark item x corpus: what the corpus holds of the item's own "
+                        "n-grams (specific) and of the passage it quotes (source), with evidence, and its "
+                        "level: item_with_answer, item, source_only, clean or too_short."),
         "corpus_quarantine": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
             automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
@@ -65,10 +66,12 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     if not items_files:
         raise dg.Failure("no benchmark items are built yet: run `wenheng run` (or materialize `items`) first")
     if engine == "ray":
-        rows, quarantine, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files)
+        rows, quarantine, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files,
+                                                {k: v for k, v in specs.items() if v.reference})
     else:
+        references = {k: v for k, v in specs.items() if v.reference}
         result = compute_overlap(spec, name, read_items(items_files), paths.cache_dir(), engine="local",
-                                 log=_progress_log(context))
+                                 log=_progress_log(context), references=references)
         rows, quarantine, info = result.rows, result.quarantine, summary(result)
     overlap = schema.to_frame(rows, schema.CORPUS_OVERLAP)
     bad = schema.to_frame(quarantine, schema.CORPUS_QUARANTINE)
@@ -99,13 +102,14 @@ def read_items(files: list[str]) -> list[dict]:
 
 
 def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec", name: str,
-                   items_files: list[str]) -> tuple[list[dict], list[dict], dict]:
+                   items_files: list[str], references: dict) -> tuple[list[dict], list[dict], dict]:
     import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="wenheng-scan-") as out:
         invocation = client.run(
             context=context, command=[sys.executable, "-m", "pipeline.contamination.pipes_job"],
             extras={"corpus": name, "spec": spec.model_dump(), "items_files": items_files,
+                    "references": {k: v.model_dump() for k, v in references.items()},
                     "cache_dir": str(paths.cache_dir()), "out_dir": out},
             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.PROJECT_ROOT),
                                                                            os.environ.get("PYTHONPATH")]))})
@@ -117,33 +121,35 @@ def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec"
 
 
 def _metadata(info: dict, overlap: "pd.DataFrame") -> dict:
+    from pipeline.contamination.overlap import LEVELS
+
     per_benchmark = info.get("per benchmark", {})
-    table = ["| benchmark | items | checked | too short | contaminated | rate | input | label |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    table = ["| benchmark | items | checked | contaminated | rate | " + " | ".join(LEVELS) + " |",
+             "| --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in LEVELS) + " |"]
     for bench, b in sorted(per_benchmark.items()):
         rate = "-" if b["rate"] is None else f"{100 * b['rate']:.1f}%"
-        table.append(f"| {bench} | {b['items']} | {b['checked']} | {b['too short']} | {b['contaminated']} | "
-                     f"{rate} | {b['input']} | {b['label']} |")
-    hist = info.get("input share histogram", {})
-    histogram = ["| input share | items |", "| --- | ---: |", *(f"| {k} | {v} |" for k, v in hist.items())]
-    contaminated = overlap["contaminated"].eq(True).to_numpy(dtype=bool)   # null (too short) is not
-    flagged = overlap[contaminated]
-    near = overlap[~contaminated & (overlap["input_matched"] > 0).to_numpy(dtype=bool)]
-    examples = {"contaminated": _examples(flagged.sort_values("input_share", ascending=False)),
-                "below the threshold": _examples(near.sort_values("input_share", ascending=False))}
+        table.append(f"| {bench} | {b['items']} | {b['checked']} | {b['contaminated']} | {rate} | "
+                     + " | ".join(str(b[level]) for level in LEVELS) + " |")
+    hist = info.get("specific share histogram", {})
+    histogram = ["| specific share | items |", "| --- | ---: |", *(f"| {k} | {v} |" for k, v in hist.items())]
+    examples = {level: _examples(overlap[overlap["level"] == level].sort_values("specific_share", ascending=False))
+                for level in LEVELS[:3]}
     keep = ("engine", "files", "files scanned", "files reused", "files quarantined", "MB", "seconds", "items",
             "contaminated", "too short", "ngram", "index")
     return {**{k: info[k] for k in keep if k in info},
+            "levels": dg.MetadataValue.json(info.get("levels", {})),
             "per benchmark": dg.MetadataValue.md("\n".join(table)),
-            "input shares": dg.MetadataValue.md("\n".join(histogram)),
+            "specific shares": dg.MetadataValue.md("\n".join(histogram)),
             "examples": dg.MetadataValue.json(examples)}
 
 
 def _examples(frame: "pd.DataFrame", n: int = 5) -> list[dict]:
     import pandas as pd
 
-    return [{"item": r.item_id, "input share": round(float(r.input_share), 3) if pd.notna(r.input_share) else None,
-             "label share": round(float(r.label_share), 3) if pd.notna(r.label_share) else None,
-             "longest run": int(r.input_longest), "document": r.input_doc, "snippet": r.input_snippet}
-            for r in frame.head(n).itertuples()]
+    def share(value) -> float | None:
+        return round(float(value), 3) if pd.notna(value) else None
 
+    return [{"item": r.item_id, "specific share": share(r.specific_share), "source share": share(r.source_share),
+             "document": r.answer_doc or r.specific_doc or r.source_doc,
+             "snippet": r.specific_snippet or r.source_snippet}
+            for r in frame.head(n).itertuples()]

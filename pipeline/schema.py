@@ -130,8 +130,9 @@ def _overlap_field(name: str) -> list[tuple[str, pa.DataType]]:
             (f"{name}_snippet", _str)]           # ... and the original text there
 
 
-# One row per item x user corpus (pipeline/contamination): input = context + question, label = the
-# gold as text (an MCQ's right option) + references.
+# One row per item x user corpus (pipeline/contamination/overlap.py): input = context + question +
+# options, label = the gold as text (an MCQ's right option) + references. Counts leave the template
+# out; `specific` and `source` split the item's own n-grams from the passage it quotes.
 CORPUS_OVERLAP = pa.schema([
     ("item_id", _str),
     ("benchmark", _str),
@@ -140,11 +141,25 @@ CORPUS_OVERLAP = pa.schema([
     ("corpus_version", _str),
     ("ngram", pa.int64()),
     ("threshold", pa.float64()),
-    *_overlap_field("input"),
+    *_overlap_field("input"),            # every non-template n-gram of the field, source included
     *_overlap_field("label"),
-    ("status", _str),               # checked | too_short (no field has an n-gram)
-    ("contaminated", pa.bool_()),   # a field's share >= threshold; null when too_short
-    ("kind", _str),                 # input_and_label | input | label (which fields); null when clean
+    ("input_specific_ngrams", pa.int64()),
+    ("input_specific_matched", pa.int64()),
+    ("label_specific_ngrams", pa.int64()),
+    ("label_specific_matched", pa.int64()),
+    ("input_document_share", pa.float64()),  # the largest share of input_specific one document holds
+    ("label_document_share", pa.float64()),  # ... of label_specific (null for multiple choice)
+    *_overlap_field("specific"),         # the item's own n-grams (both fields)
+    *_overlap_field("source"),           # the passage it quotes (its card's, or a reference corpus's)
+    ("template_ngrams", pa.int64()),     # set aside: shared by many items of the benchmark
+    ("input_flagged", pa.bool_()),       # input_document_share >= threshold
+    ("label_flagged", pa.bool_()),       # label_document_share >= threshold
+    ("answer_file", _str),               # item_with_answer: the document holding question and answer
+    ("answer_doc", _str),
+    ("answer_offset", pa.int64()),
+    ("level", _str),                     # item_with_answer | item | source_only | clean | too_short
+    ("status", _str),                    # checked | too_short (no n-gram outside the template)
+    ("contaminated", pa.bool_()),        # level is item or item_with_answer; null when too_short
 ])
 
 # A corpus file that could not be read: the scan went on without it.

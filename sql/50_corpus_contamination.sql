@@ -1,8 +1,8 @@
 -- Contamination against a user's own corpus (pipeline/contamination, `wenheng contamination scan`):
 -- per corpus x benchmark x task, and a per-benchmark total row (task = '(all)'), how many items
--- were checked (too_short: neither field has an n-gram, so no verdict), how many are contaminated
--- (a field's share of n-grams found in the corpus >= the corpus's threshold) and the rate among
--- the checked ones; which field was flagged, and the fields' mean shares.
+-- are at each level. The level is decided once, per row, in pipeline/contamination/overlap.py
+-- (item_with_answer, item, source_only, clean, too_short); this view only counts. The rate is
+-- contaminated (item or item_with_answer) among the checked items (too_short: no verdict).
 -- No corpus scanned: no rows.
 CREATE OR REPLACE VIEW corpus_contamination AS
 SELECT
@@ -14,27 +14,36 @@ SELECT
     CASE WHEN grouping(task) = 1 THEN '(all)' ELSE task END    AS task,
     count(*)                                                   AS n_items,
     count(*) FILTER (WHERE status = 'checked')                 AS n_checked,
-    count(*) FILTER (WHERE status = 'too_short')               AS n_too_short,
+    count(*) FILTER (WHERE level = 'too_short')                AS n_too_short,
     count(*) FILTER (WHERE contaminated)                       AS n_contaminated,
     count(*) FILTER (WHERE contaminated) / nullif(count(*) FILTER (WHERE status = 'checked'), 0) AS rate,
-    count(*) FILTER (WHERE input_share >= threshold)           AS n_input_flagged,
-    count(*) FILTER (WHERE label_share >= threshold)           AS n_label_flagged,
+    count(*) FILTER (WHERE level = 'item_with_answer')         AS n_item_with_answer,
+    count(*) FILTER (WHERE level = 'item')                     AS n_item,
+    count(*) FILTER (WHERE level = 'source_only')              AS n_source_only,
+    count(*) FILTER (WHERE level = 'source_only') / nullif(count(*) FILTER (WHERE status = 'checked'), 0)
+                                                               AS source_only_rate,
+    count(*) FILTER (WHERE input_flagged)                      AS n_input_flagged,
+    count(*) FILTER (WHERE label_flagged)                      AS n_label_flagged,
+    avg(specific_share)                                        AS mean_specific_share,
     avg(input_share)                                           AS mean_input_share,
     avg(label_share)                                           AS mean_label_share
 FROM corpus_overlap
 GROUP BY GROUPING SETS ((corpus, benchmark, task), (corpus, benchmark))
 ORDER BY corpus, benchmark, grouping(task) DESC, task;
 
--- The same per field (input: context + question; label: the gold as text + references): items
--- with at least one n-gram in the field, how many were flagged by it (share >= threshold) and the
--- rate among them, the mean and median share, and how many have a share of 0.2 or more (a sign
--- below the threshold). Per corpus x benchmark x task, and task = '(all)' per benchmark.
+-- The same per field (input: context + question + options; label: the gold as text + references),
+-- on the field's specific n-grams (its own, neither template nor source): items with at least one,
+-- how many were flagged by it (the row's input_flagged / label_flagged) and the rate among them,
+-- the mean and median specific share, and how many have a share of 0.2 or more (a sign below the
+-- threshold). Per corpus x benchmark x task, and task = '(all)' per benchmark.
 CREATE OR REPLACE VIEW corpus_contamination_by_field AS
 WITH fields AS (
-    SELECT corpus, benchmark, task, threshold, 'input' AS field, input_ngrams AS ngrams, input_share AS share
+    SELECT corpus, benchmark, task, threshold, 'input' AS field, input_specific_ngrams AS ngrams,
+           input_specific_matched / nullif(input_specific_ngrams, 0) AS share, input_flagged AS flagged
     FROM corpus_overlap
     UNION ALL
-    SELECT corpus, benchmark, task, threshold, 'label' AS field, label_ngrams AS ngrams, label_share AS share
+    SELECT corpus, benchmark, task, threshold, 'label' AS field, label_specific_ngrams AS ngrams,
+           label_specific_matched / nullif(label_specific_ngrams, 0) AS share, label_flagged AS flagged
     FROM corpus_overlap
 )
 SELECT
@@ -44,8 +53,8 @@ SELECT
     field,
     any_value(threshold)                                       AS threshold,
     count(*) FILTER (WHERE ngrams > 0)                         AS n_with_ngrams,
-    count(*) FILTER (WHERE ngrams > 0 AND share >= threshold)  AS n_flagged,
-    count(*) FILTER (WHERE ngrams > 0 AND share >= threshold) / nullif(count(*) FILTER (WHERE ngrams > 0), 0)
+    count(*) FILTER (WHERE flagged)                            AS n_flagged,
+    count(*) FILTER (WHERE flagged) / nullif(count(*) FILTER (WHERE ngrams > 0), 0)
                                                                AS rate,
     avg(share) FILTER (WHERE ngrams > 0)                       AS mean_share,
     median(share) FILTER (WHERE ngrams > 0)                    AS median_share,

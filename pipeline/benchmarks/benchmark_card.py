@@ -188,6 +188,10 @@ class BenchmarkCard:
     # with "default". Where the judge is named but not configured (models.yaml `judges:`), or
     # did not judge the unit, the rule score stands in (sql/templates/units.sql).
     paper_scorer: str | Mapping[str, str] = "rule"
+    # Where an item's classical passage is (contamination: a corpus that holds only the passage
+    # quotes it, it does not leak the item): item -> texts. None: its context
+    # (pipeline/contamination/passages.py, which also has the quoted-text layouts).
+    passages: Callable[[dict[str, Any]], list[str]] | None = None
     # The card's folder (protocol.yaml, tables.yaml, *.sql): by default the package that defines
     # CARD (set when the registry loads it, `pipeline.benchmarks._load`).
     folder: Path | None = None

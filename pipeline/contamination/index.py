@@ -1,124 +1,209 @@
 """The benchmarks' n-gram index, built once, and what a set of matched n-grams means per item.
 
 Every item has two fields (the C-Eval split of input and label contamination):
-- input: its context and question, what a model is shown;
+- input: what a model is shown: its context, its question and its options;
 - label: its gold as text (for a multiple-choice item the text of the right option(s), not the
   letter) and its references.
-Distractor options belong to neither. Each part of a field (context, question, each option, each
-reference) is keyed on its own, so no n-gram spans two parts.
+Each part of a field (context, question, each option, each reference) is keyed on its own, so no
+n-gram spans two parts.
+
+Every n-gram of an item is one of three kinds (`gram_kind`), so a verdict counts only what is the
+item's own (overlap.py):
+- template: the benchmark's wording, shared by TEMPLATE_MIN_ITEMS or more of its items
+  ("下列古诗文翻译错误的一项是", "把文言文翻译为白话文");
+- source: inside the classical passage the item is about, as its card says (`passages`: by default
+  its context; WenMind's and AC-EVAL's quoted text). The n-grams a reference corpus of public
+  classical texts holds are source too, decided per scan (overlap.py), not here;
+- specific: everything else: the question's own wording, the options, the answer, the translation.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pipeline.contamination.ngrams import keyed
+from pipeline.contamination.passages import item_passages
 from pipeline.schema import OPTION_LETTERS
 
 FIELDS = ("input", "label")
+SPECIFIC, SOURCE, TEMPLATE = 0, 1, 2
+KINDS = ("specific", "source", "template")
 MCQ_FORMATS = ("mcq_single", "mcq_multi")
+# An n-gram in this many items of one benchmark is its template, not any item's own wording.
+# Measured on the real WenMind, AC-EVAL and WYWEB files (perf/contamination.py prints the
+# distribution): an instruction or question stem is shared by tens to thousands of items; a passage
+# by at most a handful (several questions on one poem, which is source anyway).
+TEMPLATE_MIN_ITEMS = 4
 # the columns of the items table the index reads
 ITEM_COLUMNS = ["item_id", "benchmark", "task", "format", "context", "question", "choices", "answer", "references"]
 # bump when the key, the hashing or the field split change: cached shard scans are keyed by it
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
+_MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 def field_parts(item: dict[str, Any]) -> dict[str, list[str]]:
     """The texts of an item's input and label fields."""
     gold = item.get("answer") or ""
-    choices = list(item.get("choices") or [])
+    choices = [c for c in (item.get("choices") or []) if c]
     if item.get("format") in MCQ_FORMATS and choices and gold:
         picked = [choices[OPTION_LETTERS.index(c)] for c in gold.upper()
                   if c in OPTION_LETTERS and OPTION_LETTERS.index(c) < len(choices)]
         gold_parts = picked or [gold]
     else:
         gold_parts = [gold]
-    return {"input": [t for t in (item.get("context"), item.get("question")) if t],
+    return {"input": [t for t in (item.get("context"), item.get("question"), *choices) if t],
             "label": [t for t in [*gold_parts, *(item.get("references") or [])] if t]}
 
 
 @dataclass
 class ItemIndex:
-    """Every n-gram of every item field, and the sorted distinct hashes a corpus is looked up in."""
+    """Every n-gram of every item field, its kind, and the sorted distinct hashes a corpus is looked
+    up in."""
     n: int
-    items: list[dict[str, Any]]       # item_id, benchmark, task of each item, in order
+    items: list[dict[str, Any]]       # item_id, benchmark, task, format of each item, in order
     unit_item: np.ndarray             # per unit (item x field): the item's index
     unit_field: np.ndarray            # per unit: 0 input, 1 label
     gram_unit: np.ndarray             # per item n-gram: its unit
     gram_part: np.ndarray             # per item n-gram: its part (runs do not cross parts)
     gram_pos: np.ndarray              # per item n-gram: its position in the key
     gram_hash: np.ndarray             # per item n-gram: its hash
-    hashes: np.ndarray                # sorted distinct hashes: what a corpus is looked up in
+    gram_kind: np.ndarray             # per item n-gram: SPECIFIC, SOURCE or TEMPLATE
+    gram_option: np.ndarray           # per item n-gram: whether its part is one of the item's options
+    hashes: np.ndarray                # sorted distinct non-template hashes: what a corpus is looked up in
     digest: str                       # of n and `hashes`: a scan of a corpus file is valid for it
 
     @property
     def units(self) -> int:
         return len(self.unit_item)
 
+    @property
+    def gram_item(self) -> np.ndarray:
+        return self.unit_item[self.gram_unit]
 
-def build_index(items: Sequence[dict[str, Any]], n: int) -> ItemIndex:
-    texts, part_unit = [], []
+
+def build_index(items: Sequence[dict[str, Any]], n: int,
+                passages: Callable[[dict[str, Any]], list[str]] = item_passages) -> ItemIndex:
+    texts, part_unit, part_option = [], [], []
     unit_item, unit_field = [], []
     for i, item in enumerate(items):
+        options = {c for c in (item.get("choices") or []) if c}
         for f, field in enumerate(FIELDS):
             unit = len(unit_item)
             unit_item.append(i)
             unit_field.append(f)
-            for text in field_parts(item)[field]:
+            for k, text in enumerate(field_parts(item)[field]):
                 texts.append(text)
                 part_unit.append(unit)
+                part_option.append(f == 0 and text in options and k > 0)
     key = keyed(texts)
     pos, gram_hash = key.hashes(n)
     part = key.text_of[pos] if len(pos) else np.empty(0, dtype=np.int64)
     part_unit_arr = np.asarray(part_unit, dtype=np.int64)
-    hashes = np.unique(gram_hash)
+    unit_item_arr = np.asarray(unit_item, dtype=np.int64)
+    gram_unit = part_unit_arr[part] if len(part) else np.empty(0, dtype=np.int64)
+    gram_item = unit_item_arr[gram_unit]
+    kind = np.full(len(gram_hash), SPECIFIC, dtype=np.int8)
+    kind[_in_passage(items, passages, n, gram_item, gram_hash)] = SOURCE
+    kind[template_grams(items, gram_item, gram_hash)] = TEMPLATE
+    hashes = np.unique(gram_hash[kind != TEMPLATE])
     digest = hashlib.sha256(f"{INDEX_VERSION}|{n}|".encode() + hashes.tobytes()).hexdigest()[:16]
     return ItemIndex(
-        n=n, items=[{k: item.get(k) for k in ("item_id", "benchmark", "task")} for item in items],
-        unit_item=np.asarray(unit_item, dtype=np.int64), unit_field=np.asarray(unit_field, dtype=np.int64),
-        gram_unit=part_unit_arr[part] if len(part) else np.empty(0, dtype=np.int64), gram_part=part,
-        gram_pos=pos, gram_hash=gram_hash, hashes=hashes, digest=digest)
+        n=n, items=[{k: item.get(k) for k in ("item_id", "benchmark", "task", "format")} for item in items],
+        unit_item=unit_item_arr, unit_field=np.asarray(unit_field, dtype=np.int64),
+        gram_unit=gram_unit, gram_part=part, gram_pos=pos, gram_hash=gram_hash, gram_kind=kind,
+        gram_option=np.asarray(part_option, dtype=bool)[part] if len(part) else np.empty(0, dtype=bool),
+        hashes=hashes, digest=digest)
+
+
+def _pair(item: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+    """One 64-bit value per (item, hash): equal pairs give equal values, others almost never."""
+    return hashes ^ (item.astype(np.uint64) * _MIX)
+
+
+def _in_passage(items: Sequence[dict[str, Any]], passages: Callable[[dict[str, Any]], list[str]], n: int,
+                gram_item: np.ndarray, gram_hash: np.ndarray) -> np.ndarray:
+    """Per item n-gram: whether it lies in one of its own item's passages."""
+    texts, owner = [], []
+    for i, item in enumerate(items):
+        for text in passages(item):
+            texts.append(text)
+            owner.append(i)
+    if not texts or not len(gram_hash):
+        return np.zeros(len(gram_hash), dtype=bool)
+    key = keyed(texts)
+    pos, hashes = key.hashes(n)
+    if not len(pos):
+        return np.zeros(len(gram_hash), dtype=bool)
+    passage_item = np.asarray(owner, dtype=np.int64)[key.text_of[pos]]
+    return np.isin(_pair(gram_item, gram_hash), _pair(passage_item, hashes))
+
+
+def template_grams(items: Sequence[dict[str, Any]], gram_item: np.ndarray, gram_hash: np.ndarray,
+                   min_items: int = TEMPLATE_MIN_ITEMS) -> np.ndarray:
+    """Per item n-gram: whether `min_items` or more items of its benchmark hold it."""
+    if not len(gram_hash):
+        return np.zeros(0, dtype=bool)
+    return item_counts(items, gram_item, gram_hash) >= min_items
+
+
+def item_counts(items: Sequence[dict[str, Any]], gram_item: np.ndarray, gram_hash: np.ndarray) -> np.ndarray:
+    """Per item n-gram: how many items of its benchmark hold its hash."""
+    _, bench_code = np.unique(np.asarray([str(item.get("benchmark")) for item in items], dtype=object),
+                              return_inverse=True)
+    in_bench = _pair(bench_code[gram_item].astype(np.int64), gram_hash)
+    # distinct (item, hash) pairs, then how many items per (benchmark, hash)
+    pairs, first = np.unique(_pair(gram_item, gram_hash), return_index=True)
+    per_bench, counts = np.unique(in_bench[first], return_counts=True)
+    return counts[np.searchsorted(per_bench, in_bench)]
 
 
 @dataclass
-class UnitOverlap:
-    ngrams: np.ndarray      # per unit: its n-grams
-    matched: np.ndarray     # per unit: those found in the corpus
-    longest: np.ndarray     # per unit: characters covered by its longest run of consecutive matched n-grams
-    evidence: np.ndarray    # per unit: the hash of the first n-gram of that run (0 when none)
+class Runs:
+    """Per group of item n-grams (e.g. an item's specific ones): how many, how many found, and the
+    longest run of consecutive found ones."""
+    ngrams: np.ndarray      # per group: its n-grams
+    matched: np.ndarray     # per group: those found in the corpus
+    longest: np.ndarray     # per group: characters covered by its longest run of consecutive found n-grams
+    evidence: np.ndarray    # per group: the hash of the first n-gram of that run (0 when none)
 
 
-def overlap(index: ItemIndex, matched_hashes: np.ndarray) -> UnitOverlap:
-    """Per unit: how many of its n-grams the corpus holds, and its longest run of them."""
-    units = index.units
-    found = _isin_sorted(index.gram_hash, np.sort(matched_hashes))
-    ngrams = np.bincount(index.gram_unit, minlength=units)
-    matched = np.bincount(index.gram_unit[found], minlength=units)
-    longest = np.zeros(units, dtype=np.int64)
-    evidence = np.zeros(units, dtype=np.uint64)
-    hit = np.flatnonzero(found)
+def runs(index: ItemIndex, found: np.ndarray, group: np.ndarray, groups: int) -> Runs:
+    """`group`: per item n-gram, its group (-1: none). A run continues while the next n-gram of the
+    same part is found and in the same group."""
+    member = group >= 0
+    ngrams = np.bincount(group[member], minlength=groups)
+    hit = np.flatnonzero(found & member)
+    matched = np.bincount(group[hit], minlength=groups)
+    longest = np.zeros(groups, dtype=np.int64)
+    evidence = np.zeros(groups, dtype=np.uint64)
     if len(hit):
-        # a run continues when the previous matched n-gram is the one just before, in the same part
         cont = np.zeros(len(hit), dtype=bool)
         cont[1:] = ((hit[1:] == hit[:-1] + 1)
                     & (index.gram_part[hit[1:]] == index.gram_part[hit[:-1]])
-                    & (index.gram_pos[hit[1:]] == index.gram_pos[hit[:-1]] + 1))
+                    & (index.gram_pos[hit[1:]] == index.gram_pos[hit[:-1]] + 1)
+                    & (group[hit[1:]] == group[hit[:-1]]))
         run_id = np.cumsum(~cont) - 1
         run_len = np.bincount(run_id)
         run_first = hit[~cont]
-        run_unit = index.gram_unit[run_first]
-        # per unit, its longest run (the first of equal ones): sort by unit, then length descending
-        order = np.lexsort((np.arange(len(run_len)), -run_len, run_unit))
-        first_of_unit = order[np.concatenate(([True], run_unit[order][1:] != run_unit[order][:-1]))]
-        best_unit = run_unit[first_of_unit]
-        longest[best_unit] = run_len[first_of_unit] + index.n - 1
-        evidence[best_unit] = index.gram_hash[run_first[first_of_unit]]
-    return UnitOverlap(ngrams, matched, longest, evidence)
+        run_group = group[run_first]
+        # per group, its longest run (the first of equal ones): sort by group, then length descending
+        order = np.lexsort((np.arange(len(run_len)), -run_len, run_group))
+        first_of_group = order[np.concatenate(([True], run_group[order][1:] != run_group[order][:-1]))]
+        best = run_group[first_of_group]
+        longest[best] = run_len[first_of_group] + index.n - 1
+        evidence[best] = index.gram_hash[run_first[first_of_group]]
+    return Runs(ngrams, matched, longest, evidence)
+
+
+def found_grams(index: ItemIndex, matched_hashes: np.ndarray) -> np.ndarray:
+    """Per item n-gram: whether the corpus holds it (template n-grams are never looked up)."""
+    found = _isin_sorted(index.gram_hash, np.unique(matched_hashes))
+    return found & (index.gram_kind != TEMPLATE)
 
 
 def _isin_sorted(values: np.ndarray, table: np.ndarray) -> np.ndarray:

@@ -27,8 +27,9 @@ def main() -> None:
         extras = pipes.extras
         spec = CorpusSpec.model_validate(extras["spec"])
         items = pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in extras["items_files"]]).to_pylist()
+        references = {k: CorpusSpec.model_validate(v) for k, v in (extras.get("references") or {}).items()}
         result = compute_overlap(spec, extras["corpus"], items, Path(extras["cache_dir"]), engine="ray",
-                                 log=pipes.log.info)
+                                 log=pipes.log.info, references=references)
         out = Path(extras["out_dir"])
         pq.write_table(pa.Table.from_pylist(result.rows, schema=schema.CORPUS_OVERLAP), out / "overlap.parquet")
         pq.write_table(pa.Table.from_pylist(result.quarantine, schema=schema.CORPUS_QUARANTINE),

@@ -40,9 +40,10 @@ class CorpusReport:
     benchmarks: list[dict[str, Any]]              # corpus_contamination rows, task '(all)'
     tasks: list[dict[str, Any]]                   # ... and its task rows
     fields: list[dict[str, Any]]                  # corpus_contamination_by_field rows (task rows included)
-    histogram: dict[str, int]                     # input share per tenth, and 'no n-gram'
-    flagged: list[dict[str, Any]] = field(default_factory=list)       # examples at or above the threshold
-    not_flagged: list[dict[str, Any]] = field(default_factory=list)   # ... and the highest below it
+    histogram: dict[str, int]                     # specific share per tenth, and 'no n-gram'
+    flagged: list[dict[str, Any]] = field(default_factory=list)       # examples: contaminated
+    source_only: list[dict[str, Any]] = field(default_factory=list)   # ... source_only
+    not_flagged: list[dict[str, Any]] = field(default_factory=list)   # ... clean, with some specific hits
     effect: list[dict[str, Any]] = field(default_factory=list)        # contamination_effect rows
 
     @property
@@ -72,19 +73,17 @@ def corpus_names(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [name for (name,) in con.execute("SELECT DISTINCT corpus FROM corpus_overlap ORDER BY 1").fetchall()]
 
 
-# The field whose share is the higher one (input on a tie) is an example's evidence.
+# Examples of one level: the evidence of the item's own n-grams (of the passage for source_only).
 _EXAMPLES_SQL = f"""
-SELECT item_id, benchmark, task, input_share, label_share,
-       CASE WHEN coalesce(label_share, -1) > coalesce(input_share, -1) THEN 'label' ELSE 'input' END AS field,
-       CASE WHEN coalesce(label_share, -1) > coalesce(input_share, -1) THEN label_longest ELSE input_longest END
-           AS longest,
-       CASE WHEN coalesce(label_share, -1) > coalesce(input_share, -1) THEN label_doc ELSE input_doc END AS doc,
-       CASE WHEN coalesce(label_share, -1) > coalesce(input_share, -1) THEN label_snippet ELSE input_snippet END
-           AS snippet,
-       greatest(coalesce(input_share, 0), coalesce(label_share, 0)) AS share
+SELECT item_id, benchmark, task, level, specific_share, source_share,
+       CASE WHEN level = 'source_only' THEN 'source' ELSE 'specific' END AS field,
+       CASE WHEN level = 'source_only' THEN source_longest ELSE specific_longest END AS longest,
+       coalesce(answer_doc, CASE WHEN level = 'source_only' THEN source_doc ELSE specific_doc END) AS doc,
+       CASE WHEN level = 'source_only' THEN source_snippet ELSE specific_snippet END AS snippet,
+       CASE WHEN level = 'source_only' THEN source_share ELSE specific_share END AS share
 FROM corpus_overlap
-WHERE corpus = ? AND status = 'checked' AND contaminated = ? AND input_matched + label_matched > 0
-ORDER BY share DESC, item_id
+WHERE corpus = ? AND list_contains(?, level) AND (level <> 'clean' OR specific_matched > 0)
+ORDER BY share DESC NULLS LAST, item_id
 LIMIT {EXAMPLES}
 """
 
@@ -104,8 +103,8 @@ def corpus_report(con: duckdb.DuckDBPyConnection, corpus: str) -> CorpusReport:
                         "ORDER BY benchmark, task <> '(all)', task", [corpus])
     fields = _dicts(con, "SELECT * FROM corpus_contamination_by_field WHERE corpus = ? "
                          "ORDER BY benchmark, task <> '(all)', task, field", [corpus])
-    shares = con.execute(f"""SELECT CASE WHEN input_share IS NULL THEN -1
-                                      ELSE least(floor(input_share * {BINS}), {BINS - 1}) END AS bin, count(*)
+    shares = con.execute(f"""SELECT CASE WHEN specific_share IS NULL THEN -1
+                                      ELSE least(floor(specific_share * {BINS}), {BINS - 1}) END AS bin, count(*)
                              FROM corpus_overlap WHERE corpus = ? GROUP BY 1""", [corpus]).fetchall()
     histogram = {_bin_label(b): 0 for b in range(BINS)} | {"no n-gram": 0}
     for b, n in shares:
@@ -118,7 +117,9 @@ def corpus_report(con: duckdb.DuckDBPyConnection, corpus: str) -> CorpusReport:
         too_short=head[5], contaminated=head[6], files_with_evidence=evidence, quarantined=quarantined,
         benchmarks=[r for r in rates if r["task"] == "(all)"], tasks=[r for r in rates if r["task"] != "(all)"],
         fields=fields, histogram=histogram,
-        flagged=_dicts(con, _EXAMPLES_SQL, [corpus, True]), not_flagged=_dicts(con, _EXAMPLES_SQL, [corpus, False]),
+        flagged=_dicts(con, _EXAMPLES_SQL, [corpus, ["item_with_answer", "item"]]),
+        source_only=_dicts(con, _EXAMPLES_SQL, [corpus, ["source_only"]]),
+        not_flagged=_dicts(con, _EXAMPLES_SQL, [corpus, ["clean"]]),
         effect=effect)
 
 
@@ -190,8 +191,10 @@ def _section(lines: list[str], title: str, body: str) -> None:
 
 def corpus_text(r: CorpusReport) -> str:
     threshold = share(r.threshold)
-    lines = [f"corpus {r.corpus} (version {r.version or '?'}): {r.ngram}-character n-grams; an item is contaminated "
-             f"when the corpus holds a share >= {threshold} of its input's or its label's n-grams",
+    lines = [f"corpus {r.corpus} (version {r.version or '?'}): {r.ngram}-character n-grams, the benchmarks' template "
+             f"wording set aside; an item is contaminated (level item) when one document holds a share >= {threshold} "
+             "of its own n-grams, or (item with answer) its question and its answer together; a corpus that holds "
+             "only the passage an item quotes is source only, not contaminated",
              f"  items {r.items:,}: checked {r.checked:,}, too short to check {r.too_short:,}, contaminated "
              f"{r.contaminated:,} ({percent(r.rate)} of those checked)",
              f"  corpus files: {r.files_with_evidence:,} with evidence, {len(r.quarantined):,} quarantined (not read)"]
@@ -205,32 +208,37 @@ def corpus_text(r: CorpusReport) -> str:
     for b in r.benchmarks:
         rate_rows += [b] + [t for t in r.tasks if t["benchmark"] == b["benchmark"]
                             and (t["benchmark"], t["task"]) in contaminated_tasks]
-    _section(lines, "contamination per benchmark (and per task, for tasks with a contaminated item)", table(
-        ["benchmark", "task", "items", "checked", "too short", "contaminated", "rate", "input flagged",
-         "label flagged", "mean input share", "mean label share"],
+    _section(lines, "levels per benchmark (and per task, for tasks with a contaminated item)", table(
+        ["benchmark", "task", "items", "checked", "too short", "contaminated", "rate", "with answer", "item",
+         "source only", "source-only rate"],
         [[x["benchmark"], x["task"], f"{x['n_items']:,}", f"{x['n_checked']:,}", f"{x['n_too_short']:,}",
-          f"{x['n_contaminated']:,}", percent(x["rate"]), f"{x['n_input_flagged']:,}", f"{x['n_label_flagged']:,}",
-          share(x["mean_input_share"]), share(x["mean_label_share"])] for x in rate_rows], align="ll"))
+          f"{x['n_contaminated']:,}", percent(x["rate"]), f"{x['n_item_with_answer']:,}", f"{x['n_item']:,}",
+          f"{x['n_source_only']:,}", percent(x["source_only_rate"])] for x in rate_rows], align="ll"))
 
     per_field = [f for f in r.fields if f["task"] == "(all)"]
-    _section(lines, "input (context + question) vs label (gold + references), per benchmark", table(
+    _section(lines, "the item's own n-grams per field: input (context, question, options) vs label (gold, "
+                    "references); flagged: one document holds the threshold share", table(
         ["benchmark", "field", "with n-grams", "flagged", "rate", "mean share", "median share", "share >= 0.2"],
         [[f["benchmark"], f["field"], f"{f['n_with_ngrams']:,}", f"{f['n_flagged']:,}", percent(f["rate"]),
           share(f["mean_share"]), share(f["median_share"]), f"{f['n_share_ge_020']:,}"] for f in per_field],
         align="ll"))
 
     top = max(r.histogram.values(), default=0) or 1
-    _section(lines, "input share histogram (items per tenth)", table(
-        ["input share", "items", ""],
+    _section(lines, "specific share histogram (items per tenth of their own n-grams found)", table(
+        ["specific share", "items", ""],
         [[label, f"{n:,}", "#" * (max(1, round(40 * n / top)) if n else 0)] for label, n in r.histogram.items()],
         align="lrl"))
 
-    for title, examples in [(f"flagged (share >= {threshold}): the highest shares", r.flagged),
-                            (f"not flagged (share < {threshold}): the highest shares", r.not_flagged)]:
-        body = table(["item", "input share", "label share", "longest run", "evidence"],
-                     [[e["item_id"], share(e["input_share"]), share(e["label_share"]), f"{e['longest'] or 0:,}",
+    for title, examples in [("contaminated (item, item with answer): the highest specific shares", r.flagged),
+                            ("source only (the corpus quotes the item's passage): the highest source shares",
+                             r.source_only),
+                            ("clean, with some of the item's own n-grams: the highest specific shares",
+                             r.not_flagged)]:
+        body = table(["item", "level", "specific share", "source share", "longest run", "evidence"],
+                     [[e["item_id"], e["level"], _share(e["specific_share"], r.threshold),
+                       _share(e["source_share"], r.threshold), f"{e['longest'] or 0:,}",
                        f"{e['field']} in {e['doc'] or '?'}: {snippet(e['snippet'])}"] for e in examples],
-                     align="lrrrl") if examples else "  (none)"
+                     align="llrrrl") if examples else "  (none)"
         _section(lines, title, body)
 
     headline = r.headline
@@ -245,6 +253,13 @@ def corpus_text(r: CorpusReport) -> str:
                     "score x100 [95% interval] n items", body)
     lines += ["", f"  every row: SELECT * FROM contamination_effect WHERE corpus = '{r.corpus}' (wenheng query)"]
     return "\n".join(lines)
+
+
+def _share(value: float | None, threshold: float | None) -> str:
+    """A share that never reads as the threshold when it is below it (0.4996 is not 0.500)."""
+    from pipeline.contamination.shares import share_text
+
+    return share(value) if value is None or threshold is None else share_text(value, threshold)
 
 
 def report_text(con: duckdb.DuckDBPyConnection, corpus: str | None = None) -> str:

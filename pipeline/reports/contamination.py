@@ -49,17 +49,19 @@ def _corpus(r: CorpusReport, benchmarks: list[str] | None, models: list[str] | N
         "quarantined": r.quarantined,
         "rates": [{"benchmark": x["benchmark"], "task": x["task"], "total": x["task"] == "(all)",
                    "cells": [f"{x['n_items']:,}", f"{x['n_checked']:,}", f"{x['n_too_short']:,}",
-                             f"{x['n_contaminated']:,}", tables.percent(x["rate"]), f"{x['n_input_flagged']:,}",
-                             f"{x['n_label_flagged']:,}", tables.share(x["mean_input_share"]),
-                             tables.share(x["mean_label_share"])]} for x in rates],
+                             f"{x['n_contaminated']:,}", tables.percent(x["rate"]), f"{x['n_item_with_answer']:,}",
+                             f"{x['n_item']:,}", f"{x['n_source_only']:,}", tables.percent(x["source_only_rate"]),
+                             tables.share(x["mean_specific_share"])]} for x in rates],
         "fields": [{"benchmark": f["benchmark"], "task": f["task"], "field": f["field"], "total": f["task"] == "(all)",
                     "cells": [f"{f['n_with_ngrams']:,}", f"{f['n_flagged']:,}", tables.percent(f["rate"]),
                               tables.share(f["mean_share"]), tables.share(f["median_share"]),
                               f"{f['n_share_ge_020']:,}"]} for f in kept(r.fields)],
         "histogram": [{"label": label, "n": f"{n:,}", "width": round(100 * n / top, 1)}
                       for label, n in r.histogram.items()],
-        "examples": [(f"Flagged (share ≥ {tables.share(r.threshold)}): the highest shares", _examples(r.flagged)),
-                     (f"Not flagged (share < {tables.share(r.threshold)}): the highest shares",
+        "examples": [("Contaminated (item, item with answer): the highest specific shares", _examples(r.flagged)),
+                     ("Source only (the corpus quotes the item's passage): the highest source shares",
+                      _examples(r.source_only)),
+                     ("Clean, with some of the item's own n-grams: the highest specific shares",
                       _examples(r.not_flagged))],
         "headline": _effect_rows([x for x in effect if x["headline"]]),
         "groups": _effect_groups(effect),
@@ -67,7 +69,7 @@ def _corpus(r: CorpusReport, benchmarks: list[str] | None, models: list[str] | N
 
 
 def _examples(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"item": e["item_id"], "input": tables.share(e["input_share"]), "label": tables.share(e["label_share"]),
+    return [{"item": e["item_id"], "input": tables.share(e["specific_share"]), "label": tables.share(e["source_share"]),
              "longest": f"{e['longest'] or 0:,}", "field": e["field"], "doc": e["doc"] or "?",
              "snippet": tables.snippet(e["snippet"], 120)} for e in rows]
 

@@ -3,6 +3,7 @@
 
 from pipeline.benchmarks.aceval.adapter import parse, submission
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.contamination.passages import quoted_passages
 
 CARD = BenchmarkCard(
     name="aceval", title="AC-EVAL",
@@ -14,4 +15,6 @@ CARD = BenchmarkCard(
     # few-shot examples, and is scored only when sources.yaml asks (`evaluate: [dev, test]`).
     eval_splits=("test",),
     exemplar_splits=("dev",),
+    # The passage a question asks about sits inside it (quoted, or after its instruction line).
+    passages=quoted_passages,
 )

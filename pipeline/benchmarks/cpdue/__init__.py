@@ -3,6 +3,7 @@ style, word selection, allusions, overall quality), all single-choice; AU asks i
 in one prompt, answered with three letters."""
 
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.contamination.passages import classical
 from pipeline.benchmarks.cpdue.adapter import parse
 
 CARD = BenchmarkCard(
@@ -13,4 +14,6 @@ CARD = BenchmarkCard(
     # AU: three letters in order (figure, source, meaning); 1 when all are right (the paper's
     # AU-all), each question's 0/1 in details q1-q3 (its AU Q1-Q3). The other tasks: one letter.
     scorers={"AU": "option_sequence"},
+    # WS asks about a word of the poem its question quotes whole.
+    passages=classical(questions=frozenset({"WS"})),
 )

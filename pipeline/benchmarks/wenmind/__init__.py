@@ -4,6 +4,7 @@
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wenmind.adapter import parse
 from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_JUDGE_PROMPTS
+from pipeline.contamination.passages import classical
 
 CARD = BenchmarkCard(
     name="wenmind", title="WenMind",
@@ -15,6 +16,11 @@ CARD = BenchmarkCard(
     # The paper scores every item with its LLM judge (judge.yaml routes each to one of its four
     # score types); the rule scores above stay beside them as a judge-free number.
     paper_scorer="judge",
+    # The passage an item asks about sits inside its question (内容：…, a quoted line, …); these
+    # tasks' answers are classical texts themselves (a poem recited, a line, the original).
+    passages=classical(answers=frozenset({
+        "content Q&A", "comprehension dictation", "write the next sentence", "write the previous sentence",
+        "modern Chinese to classical Chinese", "punctuation"})),
 )
 
 # Beside CARD, the card's hook (pipeline/benchmarks/__init__.py): WenMind's own judge prompts,

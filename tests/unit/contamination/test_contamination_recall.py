@@ -238,7 +238,7 @@ def test_full_copies_are_found_with_evidence(planted, kind, fmt):
     assert row["input_share"] == 1.0
     assert row["input_longest"] == _key_len(planted["items"][f"{kind}-{fmt}"]["question"])
     assert row["contaminated"] is True
-    assert row["kind"] == "input"
+    assert row["level"] == "item" and row["input_flagged"]
     assert row["label_ngrams"] == 0 and row["label_share"] is None   # the answer is shorter than n
     _assert_evidence(row, "input", planted, f"{kind}-{fmt}")
 
@@ -270,10 +270,10 @@ def test_half_copies_give_the_predicted_share(planted, item_id):
     # of exactly half the key never does: (L/2 - n + 1) / (L - n + 1) < 1/2 for every n > 1. A
     # threshold at its share flags it (the rule is share >= threshold).
     assert DEFAULT_THRESHOLD == 0.5 and expected < 0.5
-    assert row["threshold"] == 0.5 and row["contaminated"] is False and row["kind"] is None
+    assert row["threshold"] == 0.5 and row["contaminated"] is False and row["level"] == "clean"
     lower = planted["spec"].model_copy(update={"threshold": expected})
     (flagged,) = [r for r in overlap_rows(planted["index"], planted["scan"], "recall", lower) if r["item_id"] == item_id]
-    assert flagged["contaminated"] is True and flagged["kind"] == "input"
+    assert flagged["contaminated"] is True and flagged["level"] == "item"
 
 
 def test_near_miss_with_a_shared_opening_shorter_than_n_matches_nothing(planted):
@@ -282,7 +282,7 @@ def test_near_miss_with_a_shared_opening_shorter_than_n_matches_nothing(planted)
     assert row["status"] == "checked"
     assert row["input_matched"] == 0 and row["input_share"] == 0.0 and row["input_longest"] == 0
     assert row["input_doc"] is None and row["input_offset"] is None
-    assert row["contaminated"] is False and row["kind"] is None
+    assert row["contaminated"] is False and row["level"] == "clean"
 
 
 def test_near_miss_with_a_longer_opening_is_not_flagged(planted):
@@ -304,7 +304,7 @@ def test_an_item_shorter_than_n_is_too_short_not_clean(planted):
     row = planted["rows"]["too-short"]
     assert _key_len(TOO_SHORT["question"]) < N   # and it is in the corpus, verbatim
     assert row["status"] == "too_short"
-    assert row["contaminated"] is None and row["kind"] is None
+    assert row["contaminated"] is None and row["level"] == "too_short"
     assert row["input_ngrams"] == row["label_ngrams"] == 0
     assert row["input_share"] is None and row["label_share"] is None
 
@@ -314,9 +314,13 @@ def test_mcq_label_is_the_right_option_text(planted):
     right = MCQ_RIGHT["choices"][1]
     # the label field is option B's text only: neither the letter nor the distractors
     assert row["label_ngrams"] == _key_len(right) - N + 1
-    assert row["input_ngrams"] == _key_len(MCQ_RIGHT["context"]) - N + 1 + _key_len(MCQ_RIGHT["question"]) - N + 1
-    assert row["input_share"] == 1.0 and row["label_share"] == 1.0
-    assert row["contaminated"] is True and row["kind"] == "input_and_label"
+    # the input: context, question and every option
+    assert row["input_ngrams"] == sum(_key_len(t) - N + 1 for t in [MCQ_RIGHT["context"], MCQ_RIGHT["question"],
+                                                                     *MCQ_RIGHT["choices"]])
+    assert row["label_share"] == 1.0
+    # question and right option together, without the others: the item with its answer
+    assert row["contaminated"] is True and row["level"] == "item_with_answer"
+    assert row["answer_file"] == _expected_evidence(planted, "mcq-right")[0]
     path, doc, offset, text = _expected_evidence(planted, "mcq-right")
     assert row["label_doc"] == doc and row["label_file"] == path
     assert row["label_offset"] == offset + text.index(right)
@@ -327,8 +331,11 @@ def test_a_planted_distractor_is_not_label_contamination(planted):
     row = planted["rows"]["mcq-distractor"]
     assert row["label_ngrams"] == _key_len(MCQ_DISTRACTOR["choices"][0]) - N + 1
     assert row["label_matched"] == 0 and row["label_share"] == 0.0
-    assert row["input_share"] == 1.0
-    assert row["contaminated"] is True and row["kind"] == "input"
+    assert row["input_matched"] == sum(_key_len(t) - N + 1 for t in [MCQ_DISTRACTOR["question"],
+                                                                      MCQ_DISTRACTOR["choices"][2]])
+    # question and one distractor: the question's wording with an option (two parts), below the
+    # threshold of the whole input (four options), and not with the right one: clean
+    assert row["contaminated"] is False and row["level"] == "clean"
 
 
 def test_translation_reference_planted_alone_is_label_contamination(planted):
@@ -338,5 +345,5 @@ def test_translation_reference_planted_alone_is_label_contamination(planted):
     assert row["label_ngrams"] == _key_len(reference) - N + 1
     assert row["label_share"] == 1.0 and row["label_longest"] == _key_len(reference)
     assert row["input_matched"] == 0
-    assert row["contaminated"] is True and row["kind"] == "label"
+    assert row["contaminated"] is True and row["level"] == "item" and row["label_flagged"]
     _assert_evidence(row, "label", planted, "translation")

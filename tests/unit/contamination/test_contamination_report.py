@@ -55,35 +55,36 @@ def test_corpus_names(warehouse):
 
 def test_the_report_prints_rates_fields_and_histogram(text):
     poetry = section(text, "poetry")
-    assert poetry.startswith("corpus poetry (version 1): 13-character n-grams; an item is contaminated when the "
-                             "corpus holds a share >= 0.50")
+    assert poetry.startswith("corpus poetry (version 1): 13-character n-grams, the benchmarks' template wording "
+                             "set aside; an item is contaminated (level item) when one document holds a share >= 0.50")
     assert "items 8: checked 7, too short to check 1, contaminated 3 (42.9% of those checked)" in poetry
     assert "corpus files: 1 with evidence, 1 quarantined (not read)" in poetry
     assert "quarantined /corpora/poetry/bad.json: not valid JSON: <oops>" in poetry
-    # benchmark, task, items, checked, too short, contaminated, rate, input, label, mean shares
-    assert line(poetry, "aceval", "(all)") == ["aceval", "(all)", "6", "5", "1", "3", "60.0%", "2", "1", "0.40", "0.20"]
+    # benchmark, task, items, checked, too short, contaminated, rate, with answer, item, source only and its rate
+    assert line(poetry, "aceval", "(all)") == ["aceval", "(all)", "6", "5", "1", "3", "60.0%", "0", "3", "0", "0.0%"]
     assert line(poetry, "aceval", "historical_facts")[2:7] == ["4", "3", "1", "2", "66.7%"]
     assert line(poetry, "wyweb", "(all)")[5:7] == ["0", "0.0%"]
-    assert "gjc" not in poetry.split("input (context")[0]       # no contaminated item: no task row
+    assert "gjc" not in poetry.split("own n-grams per field")[0]       # no contaminated item: no task row
     assert line(poetry, "aceval", "input", "5") == ["aceval", "input", "5", "2", "40.0%", "0.40", "0.30", "3"]
     assert line(poetry, "aceval", "label", "4") == ["aceval", "label", "4", "1", "25.0%", "0.20", "0.10", "2"]
     histogram = {c[0]: int(c[1]) for c in (line(poetry, label) for label in
-                                           ["0.0-0.1", "0.1-0.2", "0.2-0.3", "0.3-0.4", "0.8-0.9"])}
-    assert histogram == {"0.0-0.1": 2, "0.1-0.2": 1, "0.2-0.3": 1, "0.3-0.4": 1, "0.8-0.9": 2}
+                                           ["0.0-0.1", "0.1-0.2", "0.2-0.3", "0.5-0.6", "0.8-0.9"])}
+    # the specific share: both fields' own n-grams together (8/15, 8/10, 4/15, 4/15, 0, 0, 2/15)
+    assert histogram == {"0.0-0.1": 2, "0.1-0.2": 1, "0.2-0.3": 2, "0.5-0.6": 1, "0.8-0.9": 1}
     assert line(poetry, "no", "n-gram")[:2] == ["no n-gram", "1"]
 
 
-def test_the_report_shows_examples_on_both_sides_of_the_threshold(text):
+def test_the_report_shows_examples_of_each_level(text):
     poetry = section(text, "poetry")
-    flagged, rest = poetry.split("flagged (share >= 0.50)")[1].split("not flagged (share < 0.50)")
+    flagged, rest = poetry.split("contaminated (item, item with answer)")[1].split("source only (the corpus")
     assert [ln.split()[0] for ln in flagged.splitlines()[2:5]] == [
-        "aceval/dev/historical_facts/0", "aceval/dev/historical_facts/1", "aceval/dev/geography/0"]
-    assert "label in doc-0: 學而時習之 label aceval/dev/geography/0" in flagged
-    below = rest.split("headline")[0]
+        "aceval/dev/historical_facts/1", "aceval/dev/historical_facts/0", "aceval/dev/geography/0"]
+    assert "specific in doc-0: 學而時習之 label aceval/dev/geography/0" in flagged
+    below = rest.split("clean, with some")[1].split("headline")[0]
     assert [ln.split()[0] for ln in below.splitlines()[2:] if ln.strip()] == [
         "aceval/dev/historical_facts/2", "wyweb/test/gjc/1"]
-    assert line(below, "aceval/dev/historical_facts/2")[:4] == ["aceval/dev/historical_facts/2", "0.30", "0.20", "16"]
-    assert "(none)" in section(text, "news.v2").split("flagged (share >= 0.50)")[1].split("not flagged")[0]
+    assert line(below, "aceval/dev/historical_facts/2")[:3] == ["aceval/dev/historical_facts/2", "clean", "0.267"]
+    assert "(none)" in section(text, "news.v2").split("contaminated (item")[1].split("source only")[0]
 
 
 def test_the_report_compares_headline_rows_all_vs_clean(text):
@@ -126,11 +127,12 @@ def test_the_html_page_shows_rates_examples_and_clean_tables(warehouse, tmp_path
     poetry = page[page.index("Corpus poetry"):]
     cells = lambda row: re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row)   # noqa: E731
     rates = [cells(r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", poetry.split("Per field")[0])]
-    assert ["aceval", "(all)", "6", "5", "1", "3", "60.0%", "2", "1", "0.40", "0.20"] in rates
-    assert ["wyweb", "gjc", "2", "2", "0", "0", "0.0%", "0", "0", "0.10", "0.00"] in rates   # every task here
-    assert '<tr><th>0.8-0.9</th><td class="num">2</td><td class="bar-cell"><span class="bar" style="width: 100.0%">' \
+    # ... contaminated, rate, with answer, item, source only, its rate, mean specific share (1.87 / 5)
+    assert ["aceval", "(all)", "6", "5", "1", "3", "60.0%", "0", "3", "0", "0.0%", "0.37"] in rates
+    assert ["wyweb", "gjc", "2", "2", "0", "0", "0.0%", "0", "0", "0", "0.0%", "0.07"] in rates   # every task here
+    assert '<tr><th>0.8-0.9</th><td class="num">1</td><td class="bar-cell"><span class="bar" style="width: 50.0%">' \
         in poetry
-    assert "aceval/dev/geography/0" in poetry.split("Not flagged")[0] and "wyweb/test/gjc/1" in poetry
+    assert "aceval/dev/geography/0" in poetry.split("Clean, with some")[0] and "wyweb/test/gjc/1" in poetry
     # the clean-vs-all table with intervals and n
     assert ('<td class="num">50.0<span class="ci">[0.0, 100.0]</span><span class="cov">n 6/6</span></td>'
             '<td class="num">0.0<span class="ci">[0.0, 0.0]</span><span class="cov">n 3/3</span></td>'

@@ -14,7 +14,8 @@ import pytest
 
 from pipeline import aggregate, paths, schema, warehouse
 from pipeline.benchmarks import cards
-from pipeline.contamination.overlap import verdict
+from pipeline.contamination.overlap import CONTAMINATED as LEVELS_CONTAMINATED
+from pipeline.contamination.overlap import level
 from pipeline.warehouse import publish
 from resources.lake import to_arrow
 
@@ -56,7 +57,6 @@ def overlap_rows(corpus: str, fields: dict[str, tuple], threshold: float = 0.5, 
     for item, counts in fields.items():
         row = {"item_id": item, "benchmark": item.split("/")[0], "task": tasks[item], "corpus": corpus,
                "corpus_version": version, "ngram": 13, "threshold": threshold}
-        flagged = []
         for name, (total, matched) in zip(("input", "label"), counts):
             share = matched / total if total else None
             row |= {f"{name}_ngrams": total, f"{name}_matched": matched, f"{name}_share": share,
@@ -64,10 +64,20 @@ def overlap_rows(corpus: str, fields: dict[str, tuple], threshold: float = 0.5, 
                     f"{name}_file": f"/corpora/{corpus}/a.jsonl" if matched else None,
                     f"{name}_doc": f"doc-{item.split('/')[-1]}" if matched else None,
                     f"{name}_offset": 7 if matched else None,
-                    f"{name}_snippet": f"學而時習之 {name} {item}" if matched else None}
-            if share is not None and share >= threshold:
-                flagged.append(name)
-        rows.append(row | verdict(flagged, counts[0][0] + counts[1][0] > 0))
+                    f"{name}_snippet": f"學而時習之 {name} {item}" if matched else None,
+                    # every n-gram the item's own, found in one document
+                    f"{name}_specific_ngrams": total, f"{name}_specific_matched": matched,
+                    f"{name}_document_share": share, f"{name}_flagged": share is not None and share >= threshold}
+        total = counts[0][0] + counts[1][0]
+        best = "label" if (row["label_share"] or 0) > (row["input_share"] or 0) else "input"
+        row |= {f"specific_{k}": row[f"{best}_{k}"] for k in ("longest", "file", "doc", "offset", "snippet")}
+        row |= {"specific_ngrams": total, "specific_matched": counts[0][1] + counts[1][1],
+                "specific_share": (counts[0][1] + counts[1][1]) / total if total else None,
+                "source_ngrams": 0, "source_matched": 0, "template_ngrams": 0, "answer_doc": None}
+        row["level"] = level(row)
+        row["status"] = "too_short" if row["level"] == "too_short" else "checked"
+        row["contaminated"] = None if row["level"] == "too_short" else row["level"] in LEVELS_CONTAMINATED
+        rows.append(row)
     return rows
 
 
