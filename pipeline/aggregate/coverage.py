@@ -48,8 +48,8 @@ def place_quarantine(layout: Mapping[str, Any], rows: Iterable[Mapping[str, Any]
         found = match.groupdict() if match else {}
         raw = None
         if reads_raw and isinstance(row.get("raw"), str) and row["raw"].lstrip().startswith("{"):
-            try:
-                raw = json.loads(row["raw"])
+            try:   # the JSON object first: a long row's excerpt has a line after it (sources/text.py)
+                raw = json.JSONDecoder().raw_decode(row["raw"].lstrip())[0]
             except ValueError:
                 raw = None
         split = found.get("split") or layout.get("split")

@@ -84,13 +84,18 @@ def safe_text(text: str) -> str:
 
 def raw_text(raw: Any) -> str:
     """A quarantined row as text, whatever it holds (nested too deeply to serialise, non-JSON
-    values, lone surrogates), cut to its excerpt (`excerpt`)."""
-    if not isinstance(raw, str):
-        try:
-            raw = json.dumps(raw, ensure_ascii=False, default=str)
-        except (RecursionError, ValueError, TypeError) as exc:
-            raw = f"<row not serialisable: {type(exc).__name__}>"
-    return excerpt(safe_text(raw))
+    values, lone surrogates), bounded to RAW_EXCERPT_BYTES: a longer object or array keeps its
+    keys and short values as JSON, its long texts cut (`_json_excerpt`: the layout of a card's
+    `quarantine:` still reads its task), else the first RAW_EXCERPT_BYTES (`excerpt`)."""
+    if isinstance(raw, str):
+        return excerpt(safe_text(raw))
+    try:
+        text = safe_text(json.dumps(raw, ensure_ascii=False, default=str))
+    except (RecursionError, ValueError, TypeError) as exc:
+        return f"<row not serialisable: {type(exc).__name__}>"
+    if len(text) <= RAW_EXCERPT_BYTES // 4 or len(text.encode("utf-8")) <= RAW_EXCERPT_BYTES:
+        return text
+    return _json_excerpt(raw, text) or excerpt(text)
 
 
 def excerpt(text: str) -> str:
@@ -103,8 +108,38 @@ def excerpt(text: str) -> str:
     if len(data) <= RAW_EXCERPT_BYTES:
         return text
     head = data[:RAW_EXCERPT_BYTES].decode("utf-8", "ignore")
-    return (f"{head}\n… [cut at {RAW_EXCERPT_BYTES:,} bytes: the row is {len(text):,} characters "
-            f"({len(data):,} bytes UTF-8), sha256 {hashlib.sha256(data).hexdigest()}]")
+    return f"{head}\n… [cut at {RAW_EXCERPT_BYTES:,} bytes: {_whole(text)}]"
+
+
+def _whole(text: str) -> str:
+    data = text.encode("utf-8")
+    return (f"the row is {len(text):,} characters ({len(data):,} bytes UTF-8), "
+            f"sha256 {hashlib.sha256(data).hexdigest()}")
+
+
+def _json_excerpt(raw: Any, text: str) -> str | None:
+    """The row as JSON with every text longer than a limit cut to it (1,000, 200, then 40
+    characters and `…`) when that fits in RAW_EXCERPT_BYTES, and a last line with the whole row's
+    length and sha256 (`json.JSONDecoder().raw_decode` reads the JSON before it); None when even
+    the shortest does not fit (thousands of keys, a huge key)."""
+    for limit in (1_000, 200, 40):
+        try:
+            short = safe_text(json.dumps(_cut_texts(raw, limit), ensure_ascii=False, default=str))
+        except (RecursionError, ValueError, TypeError):
+            return None
+        if len(short.encode("utf-8")) <= RAW_EXCERPT_BYTES:
+            return f"{short}\n… [texts cut at {limit:,} characters: {_whole(text)}]"
+    return None
+
+
+def _cut_texts(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + "…"
+    if isinstance(value, dict):
+        return {key: _cut_texts(item, limit) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cut_texts(item, limit) for item in value]
+    return value
 
 
 def json_type(value: Any) -> str:

@@ -312,3 +312,22 @@ def test_a_quarantined_row_keeps_a_bounded_excerpt():
     assert head == "鹅" * (RAW_EXCERPT_BYTES // 3) and len(cut.encode("utf-8")) < RAW_EXCERPT_BYTES + 300
     assert "5,000 characters (15,000 bytes UTF-8)" in tail and hashlib.sha256(row.encode()).hexdigest() in tail
     assert raw_text("\ud800" + "x" * 5000).startswith("\\ud800x")   # lone surrogates still escaped first
+
+
+def test_a_long_records_excerpt_is_still_json_and_placed_by_its_task():
+    """A quarantined record over RAW_EXCERPT_BYTES keeps its keys and short values as JSON (its long
+    texts cut), so a card's `quarantine:` layout still reads its task from `raw`."""
+    import hashlib
+
+    from pipeline.aggregate import place_quarantine
+    from pipeline.sources.text import RAW_EXCERPT_BYTES, raw_text
+
+    record = {"task": "CG", "id": "x-1", "input": "鹅" * 50_000}
+    kept = raw_text(record)
+    whole = json.dumps(record, ensure_ascii=False)
+    assert len(kept.encode("utf-8")) <= RAW_EXCERPT_BYTES + 300
+    assert json.JSONDecoder().raw_decode(kept)[0] == {"task": "CG", "id": "x-1", "input": "鹅" * 1000 + "…"}
+    assert hashlib.sha256(whole.encode()).hexdigest() in kept and f"{len(whole):,} characters" in kept
+    row = {"benchmark": "fuxi", "source_file": "test.jsonl", "source_locator": "line 1", "raw": kept}
+    (placed,) = place_quarantine({"file": "{split}.jsonl", "task": "task"}, [row], {"CG"})
+    assert placed["task"] == "CG" and placed["split"] == "test"
