@@ -4,7 +4,7 @@ without holding the item (quoting the Analects is not leakage).
 An item's passages are its context (WYWEB's passage, CP-DUE's poem, Fùxì's text) and, inside its
 question, what its benchmark's layout marks as quoted. WenMind and AC-EVAL put the passage inside the
 question; their layouts, written once here and named by their cards (`BenchmarkCard.passages`):
-- a label before it: 内容：, 古诗词内容：, 题干：, 原文：, 材料：, 诗句：;
+- a label before it: 内容：, 古诗词内容：, 题目：, 题干：, 原文：, 材料：, 诗句：;
 - after an instruction line that ends with a colon (把文言文翻译为白话文：\\n<passage>);
 - before a pointer back to it at the start (<passage>。上面句子中……, <passage> 请问这首古诗词……);
 - between quotation marks: “…”, 「…」, 『…』, ‘…’ (four characters or more);
@@ -21,7 +21,7 @@ from typing import Any
 
 MIN_CHARS = 4
 _OPTION = re.compile(r"^\s*(?:[A-H][、.．:：)）]|[（(][A-H][)）])")
-_LABELLED = re.compile(r"(?:古诗词内容|诗词内容|内容|题干|原文|材料|诗句|文段|句子)\s*[:：]\s*([^\n]+)")
+_LABELLED = re.compile(r"(?:古诗词内容|诗词内容|内容|题目|题干|原文|材料|诗句|文段|句子)\s*[:：]\s*([^\n]+)")
 _QUOTED = re.compile(r"“([^”]{%d,})”|「([^」]{%d,})」|『([^』]{%d,})』|‘([^’]{%d,})’" % ((MIN_CHARS,) * 4))
 _POINTER = re.compile(r"(?:上面|上述|以上|这首|这句|此句|该句|从上面|请问这|根据上)")
 _OPTION_START = re.compile(r"\s[A-H][、.．]")
