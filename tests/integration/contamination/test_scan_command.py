@@ -1,6 +1,8 @@
 """`wenheng contamination scan` as a user runs it (a subprocess): a planted traditional-script copy
 of a sample item is found, shows in corpus_overlap and moves the clean-vs-all paper tables; the Ray
-engine, launched by the asset through Dagster Pipes, writes the same rows; mistakes are one line."""
+engine, launched by the asset through Dagster Pipes, writes the same rows and keeps the terminal
+quiet; a remembered corpus whose files vanished is one line, not a failure; what the scan read
+(documents, bad lines, empty files) is printed; mistakes are one line."""
 
 from __future__ import annotations
 
@@ -80,9 +82,9 @@ def test_scan_finds_the_planted_traditional_copy_and_the_clean_tables_leave_it_o
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     with duckdb.connect(env["WENHENG_WAREHOUSE"], read_only=True) as con:
-        rows = con.execute("SELECT item_id, kind, input_share, label_share, input_doc, input_snippet FROM corpus_overlap "
+        rows = con.execute("SELECT item_id, level, input_share, label_share, input_doc, input_snippet FROM corpus_overlap "
                            "WHERE corpus = 'planted' AND contaminated").fetchall()
-        assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(PLANTED, "input_and_label", 1.0, 1.0)]
+        assert [(r[0], r[1], r[2], r[3]) for r in rows] == [(PLANTED, "item_with_answer", 1.0, 1.0)]
         assert rows[0][4].startswith("a.jsonl@") and rows[0][5].startswith(convert(_sample_item(PLANTED)["question"][:6], "s2t"))
         # the near miss shares only the opening: no item is flagged for it
         total, checked = con.execute("SELECT count(*), count(*) FILTER (WHERE status = 'checked') FROM corpus_overlap "
@@ -108,6 +110,42 @@ def test_ray_engine_through_pipes_gives_the_local_rows(env, corpus):
     done = wenheng(env, "contamination", "scan", "--name", "planted-ray", "--engine", "ray", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert pq.read_table(lake / "corpus_overlap" / "planted-ray.parquet").to_pylist() == local
+    # without -v, neither Ray's Python warnings nor its C++ core's log lines reach the terminal
+    noise = [line for line in done.stderr.splitlines() if "WARNING" in line or ".cc:" in line or "Warning" in line]
+    assert noise == [], done.stderr
+
+
+def test_a_vanished_remembered_corpus_is_one_line_and_the_reading_is_printed(env, corpus):
+    remembered = Path(env["WENHENG_CACHE"]) / "corpora.scanned.yaml"
+    before = remembered.read_bytes() if remembered.is_file() else None
+    try:
+        _vanished_corpus_and_reading(env, corpus, remembered)
+    finally:   # the other tests see the remembered corpora as they were
+        remembered.unlink(missing_ok=True)
+        if before is not None:
+            remembered.write_bytes(before)
+
+
+def _vanished_corpus_and_reading(env, corpus, remembered: Path) -> None:
+    from pipeline.contamination.corpora import CorpusSpec, save_scanned
+
+    tmp = Path(env["TMP_ROOT"])
+    gone = tmp / "scratch.jsonl"
+    save_scanned(remembered, "scratch", CorpusSpec(paths=[str(gone)], fields=["text"], version="t"))   # since deleted
+    folder = tmp / "with-empty"
+    folder.mkdir()
+    shutil.copy(corpus / "b.jsonl", folder / "b.jsonl")
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "c.jsonl").write_text((corpus / "c.jsonl").read_text(encoding="utf-8") + "not json\n", encoding="utf-8")
+    done = wenheng(env, "contamination", "scan", str(folder), "--name", "readout", "--version", "t1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    said = [line for line in done.stderr.splitlines() if "scratch" in line]
+    assert len(said) == 1 and str(gone) in said[0] and "Traceback" not in done.stderr, done.stderr
+    out = done.stdout + done.stderr
+    assert "readout: 5 documents read from 3 files, 1 bad lines skipped, 1 empty files" in out, out
+    assert f"empty file (no document): {folder / 'empty.jsonl'}" in out
+    done = wenheng(env, "run", "--no-report", timeout=300)   # a later run is not failed by it either
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -117,6 +155,9 @@ def test_ray_engine_through_pipes_gives_the_local_rows(env, corpus):
     (["scan", "--name", "nosuch"], "no corpus 'nosuch'"),
     (["scan", "--ngram", "9"], "--ngram describes files given as PATHs"),
     (["report", "--corpus", "nosuch"], "no scan of corpus 'nosuch'"),
+    (["scan", "{corpus}", "--name", "a/b"], "--name: the name may hold"),
+    (["scan", "foo://x/y.jsonl", "--name", "x"], "unknown protocol 'foo'"),
+    (["scan", "{corpus}", "--name", "x", "--sources", "/nonexistent/sources.yaml"], "--sources"),
 ])
 def test_mistakes_are_one_line_and_exit_2_before_any_work(env, corpus, args, message):
     done = wenheng(env, "contamination", *[a.format(corpus=corpus) for a in args], timeout=120)
