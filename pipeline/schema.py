@@ -158,7 +158,7 @@ CORPUS_OVERLAP = pa.schema([
     ("answer_doc", _str),
     ("answer_offset", pa.int64()),
     ("level", _str),                     # item_with_answer | item | source_only | clean | too_short
-    ("status", _str),                    # checked | too_short (no n-gram outside the template)
+    ("status", _str),                    # checked | too_short (no n-gram of its own: no verdict)
     ("contaminated", pa.bool_()),        # level is item or item_with_answer; null when too_short
 ])
 

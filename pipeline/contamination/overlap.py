@@ -20,9 +20,12 @@ The levels, in order:
 - source_only: the corpus holds at least `threshold` of the item's passage and nothing that makes
   it `item`: a quotation, not leakage;
 - clean: none of these;
-- too_short: the item has no n-gram outside the template (after normalisation): no verdict.
+- too_short: the item has no n-gram of its own (all of it is template or passage, or shorter than
+  n characters after normalisation): a copy of it cannot be told from a quotation, no verdict.
 
-`contaminated` is level in (item, item_with_answer); null for too_short. The raw shares per field
+`status` is checked when the item has n-grams of its own, else too_short (its level may still be
+source_only: the corpus holds its passage). `contaminated` is level in (item, item_with_answer) for
+checked items, null for the others. The raw shares per field
 (input_*, label_*) count every non-template n-gram, source included: what the corpus holds at all.
 """
 
@@ -85,8 +88,8 @@ def overlap_rows(index: ItemIndex, scan: CorpusScan, corpus: str, spec: CorpusSp
     _template_counts(index, rows)
     for row in rows:
         row["level"] = level(row)
-        row["status"] = "too_short" if row["level"] == "too_short" else "checked"
-        row["contaminated"] = None if row["level"] == "too_short" else row["level"] in CONTAMINATED
+        row["status"] = "checked" if row["specific_ngrams"] else "too_short"
+        row["contaminated"] = row["level"] in CONTAMINATED if row["status"] == "checked" else None
     return rows
 
 
@@ -99,15 +102,13 @@ def gram_kinds(index: ItemIndex, reference: np.ndarray | None) -> np.ndarray:
 
 
 def level(row: dict[str, Any]) -> str:
-    if row["source_ngrams"] + row["specific_ngrams"] == 0:
-        return "too_short"
     if row["answer_doc"] is not None:
         return "item_with_answer"
     if row["input_flagged"] or row["label_flagged"]:
         return "item"
     if row["source_ngrams"] and row["source_matched"] / row["source_ngrams"] >= row["threshold"]:
         return "source_only"
-    return "clean"
+    return "clean" if row["specific_ngrams"] else "too_short"
 
 
 def _counts(name: str, runs_: Runs, at: int, evidence: Evidence) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.engines import CorpusScan, scan_corpus
 from pipeline.contamination.fields import check_fields as check_fields
 from pipeline.contamination.index import ItemIndex, build_index
-from pipeline.contamination.overlap import overlap_rows, share_histogram
+from pipeline.contamination.overlap import LEVELS, overlap_rows, share_histogram
 
 
 @dataclass
@@ -26,29 +26,44 @@ class Overlap:
 
 def compute_overlap(spec: CorpusSpec, name: str, items: Sequence[dict[str, Any]], cache_root: Path, *,
                     engine: str | None = None, workers: int | None = None,
-                    log: Callable[[str], None] | None = None) -> Overlap:
+                    log: Callable[[str], None] | None = None,
+                    references: dict[str, CorpusSpec] | None = None) -> Overlap:
+    """`references`: the reference corpora (public classical texts), scanned with the same index
+    (from their own scan cache when unchanged); what they hold of an item is its source. A
+    reference corpus's own verdict uses the others."""
     check_fields(spec, name)
     index = build_index(items, spec.ngram)
     scan = scan_corpus(spec, name, index, cache_root, engine=engine, workers=workers, log=log)
-    rows = overlap_rows(index, scan, name, spec)
+    held = reference_hashes(index, {k: v for k, v in (references or {}).items() if k != name}, cache_root,
+                            engine=engine, workers=workers, log=log)
+    rows = overlap_rows(index, scan, name, spec, reference=held)
     quarantine = [{"corpus": name, **q} for q in scan.quarantine]
     return Overlap(rows, quarantine, scan, index)
 
 
+def reference_hashes(index: ItemIndex, references: dict[str, CorpusSpec], cache_root: Path, **scan_args):
+    """The item n-gram hashes that any reference corpus holds."""
+    import numpy as np
+
+    held = [np.empty(0, dtype=np.uint64)]
+    for ref_name, ref in sorted(references.items()):
+        ref = ref.model_copy(update={"ngram": index.n})
+        held.append(scan_corpus(ref, ref_name, index, cache_root, **scan_args).matches["hash"].to_numpy())
+    return np.unique(np.concatenate(held))
+
+
 def summary(result: Overlap) -> dict[str, Any]:
-    """What the asset shows: files, MB, speed, and per benchmark the items checked, too short and
-    contaminated, with the distribution of input shares."""
+    """What the asset shows: files, MB, speed, and per benchmark the items at each level, with the
+    distribution of specific shares."""
     rows, scan = result.rows, result.scan
     per_benchmark: dict[str, dict[str, Any]] = {}
     for row in rows:
-        b = per_benchmark.setdefault(row["benchmark"], {"items": 0, "checked": 0, "too short": 0,
-                                                        "contaminated": 0, "input": 0, "label": 0})
+        b = per_benchmark.setdefault(row["benchmark"], {"items": 0, "checked": 0, "contaminated": 0,
+                                                        **dict.fromkeys(LEVELS, 0)})
         b["items"] += 1
         b["checked"] += row["status"] == "checked"
-        b["too short"] += row["status"] == "too_short"
         b["contaminated"] += bool(row["contaminated"])
-        b["input"] += row["kind"] in ("input", "input_and_label")
-        b["label"] += row["kind"] in ("label", "input_and_label")
+        b[row["level"]] += 1
     for b in per_benchmark.values():
         b["rate"] = round(b["contaminated"] / b["checked"], 4) if b["checked"] else None
     scanned_bytes = sum(scan.files[p].bytes for p in scan.files) if scan.files else 0
@@ -58,8 +73,9 @@ def summary(result: Overlap) -> dict[str, Any]:
         "MB": round(scanned_bytes / 1e6, 2), "seconds": round(scan.seconds, 2),
         "items": len(rows), "contaminated": sum(bool(r["contaminated"]) for r in rows),
         "too short": sum(r["status"] == "too_short" for r in rows),
+        "levels": {lv: sum(r["level"] == lv for r in rows) for lv in LEVELS},
         "per benchmark": per_benchmark,
+        "specific share histogram": share_histogram([r["specific_share"] for r in rows]),
         "input share histogram": share_histogram([r["input_share"] for r in rows]),
-        "label share histogram": share_histogram([r["label_share"] for r in rows]),
         "index": result.index.digest, "ngram": result.index.n,
     }

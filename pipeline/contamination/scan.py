@@ -27,6 +27,9 @@ from pipeline.contamination.index import Lookup
 from pipeline.contamination.ngrams import keyed
 
 SNIPPET_CHARS = 48
+# documents kept per matched n-gram: enough to find one that holds an item's question and its answer
+# together (a famous line is in thousands of documents; an item's own wording in few)
+DOCS_PER_HASH = 8
 MATCHES = pa.schema([
     ("hash", pa.uint64()),     # the item n-gram found
     ("path", pa.string()),     # the corpus file
@@ -219,7 +222,8 @@ def doc_id(path: str, text: str, key: str | None) -> str:
 
 def scan_documents(texts: Sequence[str], keys: Sequence[str | None], path: str, lookup: Lookup, n: int,
                    stats: FileStats | None = None) -> pa.Table:
-    """The item n-grams found in these documents (one file's), with evidence: one row per hash."""
+    """The item n-grams found in these documents (one file's), with evidence: per hash, the first
+    DOCS_PER_HASH documents that hold it (smallest id first), each at its first offset."""
     if stats is not None:
         stats.documents += len(texts)
         stats.characters += sum(map(len, texts))
@@ -233,31 +237,49 @@ def scan_documents(texts: Sequence[str], keys: Sequence[str | None], path: str, 
     pos, hashes = pos[found], hashes[found]
     doc = key.text_of[pos]
     offset = key.origin[pos] - key.starts[doc]
-    # ids only for the documents that matched; the smallest (id, offset) per hash is kept
+    # ids only for the documents that matched; per (hash, document) its smallest offset is kept
     matched_docs = np.unique(doc)
     ids = {int(d): doc_id(path, texts[d], keys[d]) for d in matched_docs.tolist()}
     names = sorted(set(ids.values()))
     rank = {name: r for r, name in enumerate(names)}
     doc_rank = np.fromiter((rank[ids[d]] for d in doc.tolist()), dtype=np.int64, count=len(doc))
     order = np.lexsort((offset, doc_rank, hashes))
-    first = order[np.concatenate(([True], hashes[order][1:] != hashes[order][:-1]))]
+    hashes, doc_rank, offset, doc = hashes[order], doc_rank[order], offset[order], doc[order]
+    first = _first_k_docs(hashes, doc_rank)
     snippets = [texts[d][o:o + SNIPPET_CHARS] for d, o in zip(doc[first].tolist(), offset[first].tolist())]
     return pa.table({"hash": hashes[first], "path": [path] * len(first),
                      "doc_id": [names[r] for r in doc_rank[first].tolist()], "offset": offset[first],
                      "snippet": snippets}, schema=MATCHES)
 
 
+def _first_k_docs(hashes: np.ndarray, docs: np.ndarray) -> np.ndarray:
+    """Positions of rows sorted by (hash, doc, offset) that are the first of their (hash, doc)
+    and among the first DOCS_PER_HASH documents of their hash."""
+    new_pair = np.ones(len(hashes), dtype=bool)
+    new_pair[1:] = (hashes[1:] != hashes[:-1]) | (docs[1:] != docs[:-1])
+    pairs = np.flatnonzero(new_pair)
+    pair_hash = hashes[pairs]
+    new_hash = np.ones(len(pairs), dtype=bool)
+    new_hash[1:] = pair_hash[1:] != pair_hash[:-1]
+    # rank of each (hash, doc) pair within its hash
+    start = np.maximum.accumulate(np.where(new_hash, np.arange(len(pairs)), 0))
+    return pairs[np.arange(len(pairs)) - start < DOCS_PER_HASH]
+
+
 def smallest_per_hash(tables: Sequence[pa.Table]) -> pa.Table:
-    """One row per hash over many scans' rows: the smallest (path, doc_id, offset), as in one scan."""
+    """Many scans' rows merged as one scan would give them: per hash, its first DOCS_PER_HASH
+    documents by (path, doc_id), each at its smallest offset. Independent of how the corpus was
+    split into batches, files or workers, so both engines give identical rows."""
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return MATCHES.empty_table()
     table = pa.concat_tables(tables).combine_chunks()
-    if table.num_rows == len(np.unique(table["hash"].to_numpy())):
-        return table.sort_by("hash")
     order = pa.compute.sort_indices(table, sort_keys=[("hash", "ascending"), ("path", "ascending"),
                                                       ("doc_id", "ascending"), ("offset", "ascending")])
     table = table.take(order)
     h = table["hash"].to_numpy()
-    keep = np.concatenate(([True], h[1:] != h[:-1]))
-    return table.filter(pa.array(keep))
+    doc_codes = pa.compute.binary_join_element_wise(table["path"], table["doc_id"], "\x00")
+    docs = pa.compute.dictionary_encode(doc_codes).combine_chunks().indices.to_numpy()
+    # dictionary codes follow first appearance, and within a hash rows are sorted by (path, doc_id):
+    # equal codes are equal documents, which is all _first_k_docs compares
+    return table.take(pa.array(_first_k_docs(h, docs)))
