@@ -12,8 +12,9 @@ item's own (overlap.py):
 - template: the benchmark's wording, shared by TEMPLATE_MIN_ITEMS or more of its items
   ("下列古诗文翻译错误的一项是", "把文言文翻译为白话文");
 - source: inside the classical passage the item is about, as its card says (`passages`: by default
-  its context; WenMind's and AC-EVAL's quoted text). The n-grams a reference corpus of public
-  classical texts holds are source too, decided per scan (overlap.py), not here;
+  its context; WenMind's and AC-EVAL's quoted text), or shared with one to TEMPLATE_MIN_ITEMS - 1
+  other items of its benchmark (a passage several questions ask about). The n-grams a reference
+  corpus of public classical texts holds are source too, decided per scan (overlap.py), not here;
 - specific: everything else: the question's own wording, the options, the answer, the translation.
 """
 
@@ -73,7 +74,9 @@ class ItemIndex:
     gram_pos: np.ndarray              # per item n-gram: its position in the key
     gram_hash: np.ndarray             # per item n-gram: its hash
     gram_kind: np.ndarray             # per item n-gram: SPECIFIC, SOURCE or TEMPLATE
-    gram_option: np.ndarray           # per item n-gram: whether its part is one of the item's options
+    gram_option: np.ndarray           # per item n-gram: whether it is one of the item's options' (also
+                                      # where the question repeats an option, as WenMind's do)
+    gram_piece: np.ndarray            # per item n-gram: its part, an option's where the question repeats it
     hashes: np.ndarray                # sorted distinct non-template hashes: what a corpus is looked up in
     digest: str                       # of n and `hashes`: a scan of a corpus file is valid for it
 
@@ -109,15 +112,36 @@ def build_index(items: Sequence[dict[str, Any]], n: int,
     gram_item = unit_item_arr[gram_unit]
     kind = np.full(len(gram_hash), SPECIFIC, dtype=np.int8)
     kind[_in_passage(items, passages, n, gram_item, gram_hash)] = SOURCE
-    kind[template_grams(items, gram_item, gram_hash)] = TEMPLATE
+    shared = item_counts(items, gram_item, gram_hash) if len(gram_hash) else np.zeros(0, dtype=np.int64)
+    kind[shared >= 2] = SOURCE                  # a passage several questions share
+    kind[shared >= TEMPLATE_MIN_ITEMS] = TEMPLATE
     hashes = np.unique(gram_hash[kind != TEMPLATE])
     digest = hashlib.sha256(f"{INDEX_VERSION}|{n}|".encode() + hashes.tobytes()).hexdigest()[:16]
     return ItemIndex(
         n=n, items=[{k: item.get(k) for k in ("item_id", "benchmark", "task", "format")} for item in items],
         unit_item=unit_item_arr, unit_field=np.asarray(unit_field, dtype=np.int64),
         gram_unit=gram_unit, gram_part=part, gram_pos=pos, gram_hash=gram_hash, gram_kind=kind,
-        gram_option=np.asarray(part_option, dtype=bool)[part] if len(part) else np.empty(0, dtype=bool),
+        **_pieces(gram_item, gram_hash, part, np.asarray(part_option, dtype=bool)),
         hashes=hashes, digest=digest)
+
+
+def _pieces(gram_item: np.ndarray, gram_hash: np.ndarray, part: np.ndarray,
+            part_option: np.ndarray) -> dict[str, np.ndarray]:
+    """gram_option and gram_piece: an n-gram of the question that one of the item's options also
+    has is that option's (a question that prints its options holds them twice)."""
+    option = part_option[part] if len(part) else np.empty(0, dtype=bool)
+    piece = part.copy()
+    keys = _pair(gram_item[option], gram_hash[option])
+    if len(keys):
+        order = np.argsort(keys)
+        keys, owner = keys[order], part[option][order]
+        rest = np.flatnonzero(~option)
+        at = np.minimum(np.searchsorted(keys, _pair(gram_item[rest], gram_hash[rest])), len(keys) - 1)
+        hit = keys[at] == _pair(gram_item[rest], gram_hash[rest])
+        piece[rest[hit]] = owner[at[hit]]
+        option = option.copy()
+        option[rest[hit]] = True
+    return {"gram_option": option, "gram_piece": piece}
 
 
 def _pair(item: np.ndarray, hashes: np.ndarray) -> np.ndarray:
@@ -141,14 +165,6 @@ def _in_passage(items: Sequence[dict[str, Any]], passages: Callable[[dict[str, A
         return np.zeros(len(gram_hash), dtype=bool)
     passage_item = np.asarray(owner, dtype=np.int64)[key.text_of[pos]]
     return np.isin(_pair(gram_item, gram_hash), _pair(passage_item, hashes))
-
-
-def template_grams(items: Sequence[dict[str, Any]], gram_item: np.ndarray, gram_hash: np.ndarray,
-                   min_items: int = TEMPLATE_MIN_ITEMS) -> np.ndarray:
-    """Per item n-gram: whether `min_items` or more items of its benchmark hold it."""
-    if not len(gram_hash):
-        return np.zeros(0, dtype=bool)
-    return item_counts(items, gram_item, gram_hash) >= min_items
 
 
 def item_counts(items: Sequence[dict[str, Any]], gram_item: np.ndarray, gram_hash: np.ndarray) -> np.ndarray:

@@ -14,9 +14,9 @@ The levels, in order:
   its label: its own wording, options, answer or translation, together. One document, because a
   copy of an item sits in one place, while quotations of its passages (four famous lines offered as
   options) are spread over many. For multiple choice that document must hold the item's specific
-  n-grams in two of its parts (the question and an option, or two options): one option alone is a
-  quotation (an item whose specific n-grams all lie in one option is never `item`). Its label (the
-  right option) is one of the options: it counts with the input only;
+  n-grams in the question's own wording and an option, or in three options: one option alone, or
+  two from one poem, is a quotation (an item whose specific n-grams all lie in one option is never
+  `item`). Its label (the right option) is one of the options: it counts with the input only;
 - source_only: the corpus holds at least `threshold` of the item's passage and nothing that makes
   it `item`: a quotation, not leakage;
 - clean: none of these;
@@ -160,7 +160,7 @@ def per_document(index: ItemIndex, kind: np.ndarray, found: np.ndarray, field: n
     specific = kind[gram] == SPECIFIC
     input_specific = specific & (field[gram] == 0)
     frame = pd.DataFrame({"item": index.gram_item[gram], "doc": doc_code[row], "row": row,
-                          "part": np.where(input_specific, index.gram_part[gram], -1),
+                          "part": np.where(input_specific, index.gram_piece[gram], -1),
                           "offset": matches["offset"].to_numpy()[row], "input": field[gram] == 0,
                           "label": field[gram] == 1, "input_specific": specific & (field[gram] == 0),
                           "label_specific": specific & (field[gram] == 1), "specific": specific,
@@ -181,14 +181,16 @@ def _parts(part: Any) -> int:
 def best_shares(index: ItemIndex, kind: np.ndarray, field: np.ndarray, per_doc: Any) -> dict[str, list]:
     """Per field, per item: the largest share of the field's specific n-grams that one document
     holds (None: the field has none; a multiple-choice label: None, it is one of the options). For
-    multiple choice, only documents that hold them in two parts count (the rule above)."""
+    multiple choice, only documents that hold them spread over its parts count (the rule above)."""
     items = len(index.items)
     out = {}
     mcq = _mcq(index)
     counted = per_doc
     if len(per_doc):
         at = per_doc["item"].to_numpy(dtype=np.int64)
-        counted = per_doc[~mcq[at] | (per_doc["parts"].to_numpy() >= 2) | _single_stem(index, kind, field)[at]]
+        parts = per_doc["parts"].to_numpy()
+        spread = (parts >= 3) | ((parts >= 2) & (per_doc["stem"].to_numpy() > 0))
+        counted = per_doc[~mcq[at] | spread | _single_stem(index, kind, field)[at]]
     for f, name in enumerate(FIELDS):
         total = np.bincount(index.gram_item[(kind == SPECIFIC) & (field == f)], minlength=items)
         most = np.zeros(items, dtype=np.int64)
@@ -205,7 +207,7 @@ def _single_stem(index: ItemIndex, kind: np.ndarray, field: np.ndarray) -> np.nd
     question's own wording, which one document may hold alone)."""
     items = len(index.items)
     mine = (kind == SPECIFIC) & (field == 0)
-    item, part = index.gram_item[mine], index.gram_part[mine]
+    item, part = index.gram_item[mine], index.gram_piece[mine]
     pairs = np.unique(np.stack([item, part]), axis=1) if len(item) else np.empty((2, 0), dtype=np.int64)
     parts = np.bincount(pairs[0], minlength=items)
     in_option = np.zeros(items, dtype=bool)

@@ -23,9 +23,9 @@ MIN_CHARS = 4
 _OPTION = re.compile(r"^\s*(?:[A-H][、.．:：)）]|[（(][A-H][)）])")
 _LABELLED = re.compile(r"(?:古诗词内容|诗词内容|内容|题目|题干|原文|材料|诗句|文段|句子)\s*[:：]\s*([^\n]+)")
 _QUOTED = re.compile(r"“([^”]{%d,})”|「([^」]{%d,})」|『([^』]{%d,})』|‘([^’]{%d,})’" % ((MIN_CHARS,) * 4))
-_POINTER = re.compile(r"(?:上面|上述|以上|这首|这句|此句|该句|从上面|请问这|根据上)")
+_POINTER = re.compile(r"(?:上面|上述|以上|这首|这句|此句|该句|从上面|请问这|根据上|下列|诗歌|本诗|此诗|诗中|对这)")
 _OPTION_START = re.compile(r"\s[A-H][、.．]")
-_ASKS = re.compile(r"^\s*问题|[？?]\s*$")
+_ASKS = re.compile(r"^\s*问题|[？?]\s*$")   # match(): a 问题 line; search(): also one that ends asking
 
 
 def context_passages(item: dict[str, Any]) -> list[str]:
@@ -41,11 +41,16 @@ def question_passages(question: str | None) -> list[str]:
     spans = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(question)]
     spans += [m.group(1) for m in _LABELLED.finditer(question)]
     lines = question.split("\n")
-    # after an instruction line, every line that is neither an option nor a question; before a
-    # question line (问题：…), every line
-    asks = [k for k, line in enumerate(lines) if _ASKS.search(line)]
-    spans += [line for line in lines[1:] if not _OPTION.match(line) and not _ASKS.search(line)]
-    spans += lines[:1] if asks and asks[0] > 0 else []
+    # after an instruction line ending with a colon, every line that is not an option; after
+    # another first line, every line but options and the question (问题：…, or a last line asking);
+    # before a question line, every line
+    rest = [line for line in lines[1:] if not _OPTION.match(line)]
+    if not lines[0].rstrip().endswith((":", "：")):
+        rest = [line for k, line in enumerate(rest) if not (_ASKS.match(line) or
+                                                             (k == len(rest) - 1 and _ASKS.search(line)))]
+    spans += rest
+    if any(_ASKS.match(line) for line in lines[1:]):
+        spans.append(lines[0])
     head = _before_pointer(lines[0])
     if head:
         spans.append(head)
