@@ -1,5 +1,5 @@
-"""Contamination against a user's own corpus: `corpus_overlap` and `corpus_quarantine`, one
-partition per corpus of data/corpora.yaml (pipeline/contamination).
+"""Contamination against a user's own corpus: `corpus_overlap`, `corpus_quarantine` and
+`corpus_reading`, one partition per corpus of data/corpora.yaml (pipeline/contamination).
 
 Every benchmark's items are read from the lake (all of them: a corpus is compared with every item).
 The local engine scans in this step; the Ray engine runs in a subprocess launched through Dagster
@@ -47,6 +47,11 @@ corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
             io_manager_key="lake", kinds={"parquet"},
             automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
             description="Corpus files that could not be read, with the reason; the others were scanned."),
+        "corpus_reading": dg.AssetOut(
+            io_manager_key="lake", kinds={"parquet"},
+            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
+            description="What the corpus's files held: documents read, bad lines skipped, empty files, "
+                        "invalid UTF-8, the first bad line's reason."),
     },
 )
 def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
@@ -54,7 +59,7 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     """Scans the corpus (only its files that changed since the last scan, unless the items' n-gram
     index changed) and compares it with every built benchmark item."""
     from pipeline import schema
-    from pipeline.contamination.run import compute_overlap, summary
+    from pipeline.contamination.run import compute_overlap, reading_row, summary
 
     name = context.partition_key
     specs = corpora.specs()
@@ -65,20 +70,24 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     items_files = [str(f) for f in built_partitions("items")]
     if not items_files:
         raise dg.Failure("no benchmark items are built yet: run `wenheng run` (or materialize `items`) first")
+    references = {k: v for k, v in specs.items() if v.reference}
     if engine == "ray":
-        rows, quarantine, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files,
-                                                {k: v for k, v in specs.items() if v.reference})
+        rows, quarantine, reading, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files,
+                                                         references)
     else:
-        references = {k: v for k, v in specs.items() if v.reference}
         result = compute_overlap(spec, name, read_items(items_files), paths.cache_dir(), engine="local",
                                  log=_progress_log(context), references=references)
         rows, quarantine, info = result.rows, result.quarantine, summary(result)
+        reading = [reading_row(name, result.scan)]
     overlap = schema.to_frame(rows, schema.CORPUS_OVERLAP)
     bad = schema.to_frame(quarantine, schema.CORPUS_QUARANTINE)
+    read = schema.to_frame(reading, schema.CORPUS_READING)
     yield dg.Output(overlap, output_name="corpus_overlap", data_version=content_version(overlap),
                     metadata=_metadata(info, overlap))
     yield dg.Output(bad, output_name="corpus_quarantine", data_version=content_version(bad),
                     metadata={"files": len(bad), "first": dg.MetadataValue.json(quarantine[:20])})
+    yield dg.Output(read, output_name="corpus_reading", data_version=content_version(read),
+                    metadata={k: v for k, v in reading[0].items() if k != "corpus" and v is not None})
 
 
 def _progress_log(context: dg.AssetExecutionContext):
@@ -102,7 +111,7 @@ def read_items(files: list[str]) -> list[dict]:
 
 
 def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec", name: str,
-                   items_files: list[str], references: dict) -> tuple[list[dict], list[dict], dict]:
+                   items_files: list[str], references: dict) -> tuple[list[dict], list[dict], list[dict], dict]:
     import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="wenheng-scan-") as out:
@@ -117,7 +126,8 @@ def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec"
         info = messages[-1] if messages else {}
         rows = pq.read_table(Path(out) / "overlap.parquet").to_pylist()
         quarantine = pq.read_table(Path(out) / "quarantine.parquet").to_pylist()
-    return rows, quarantine, info
+        reading = pq.read_table(Path(out) / "reading.parquet").to_pylist()
+    return rows, quarantine, reading, info
 
 
 def _metadata(info: dict, overlap: "pd.DataFrame") -> dict:
@@ -137,6 +147,7 @@ def _metadata(info: dict, overlap: "pd.DataFrame") -> dict:
     keep = ("engine", "files", "files scanned", "files reused", "files quarantined", "MB", "seconds", "items",
             "contaminated", "too short", "ngram", "index")
     return {**{k: info[k] for k in keep if k in info},
+            **{f"reading: {k}": v for k, v in info.get("reading", {}).items()},
             "levels": dg.MetadataValue.json(info.get("levels", {})),
             "per benchmark": dg.MetadataValue.md("\n".join(table)),
             "specific shares": dg.MetadataValue.md("\n".join(histogram)),

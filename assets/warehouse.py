@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # judge_reliability after the partitions re-run: reacting to them as well would publish once
 # with the old responses and again with the new ones. (A change that touches only a side report,
 # say a correction gone stale, is published by the next run that changes scores, or `wenheng run`.)
-SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_overlap", "corpus_quarantine")
+SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_overlap", "corpus_quarantine",
+                "corpus_reading")
 
 
 def after_evaluation() -> dg.AutomationCondition:

@@ -191,76 +191,38 @@ def scan_line(label: str, scan, wall: float, rss_mb: float, procs: int) -> str:
 
 # ---- verdicts ----------------------------------------------------------------------------------------
 
-def _item_share(row: dict) -> float:
-    return max(row["input_share"] or 0.0, row["label_share"] or 0.0)
-
-
 def _any_hit(row: dict) -> bool:
     return row["input_matched"] + row["label_matched"] > 0
 
 
-BINS = ["0", ">0", ".1", ".2", ".3", ".4", ".5", ".6", ".7", ".8", ".9", "n/a"]
+def print_examples(rows: list[dict], items: dict[str, dict], dist: Path, k: int = 4) -> None:
+    """The highest shares at each level: contaminated, source_only, and clean items with some of
+    their own n-grams found."""
+    def share(r: dict, name: str) -> float:
+        return r[f"{name}_share"] or 0.0
 
-
-def _histogram(shares: list[float | None]) -> list[int]:
-    """0 exactly, (0, .1), [.1, .2) ... [.9, 1], no n-gram."""
-    counts = [0] * len(BINS)
-    for s in shares:
-        counts[-1 if s is None else 0 if s == 0 else 1 if s < 0.1 else min(int(s * 10), 9) + 1] += 1
-    return counts
-
-
-def print_rates(rows: list[dict], threshold: float) -> None:
-    benchmarks = list(dict.fromkeys(r["benchmark"] for r in rows))
-    print(f"per benchmark (contaminated: a field with a share >= {threshold} of its {NGRAM}-grams in the corpus):")
-    print(f"  {'benchmark':<10} {'items':>6} {'checked':>7} {'short':>6} {'contam.':>7} {'rate':>6} {'input':>6} "
-          f"{'label':>6} {'>=0.2':>6} {'>=0.5':>6} {'any hit':>8} {'any/chk':>7}")
-    for b in [*benchmarks, None]:
-        group = [r for r in rows if b is None or r["benchmark"] == b]
-        checked = [r for r in group if r["status"] == "checked"]
-        contam = [r for r in checked if r["contaminated"]]
-        share = [_item_share(r) for r in checked]
-        anyhit = sum(map(_any_hit, checked))
-        print(f"  {b or 'all':<10} {len(group):>6,} {len(checked):>7,} {len(group) - len(checked):>6,} "
-              f"{len(contam):>7,} {len(contam) / max(len(checked), 1):>6.1%} "
-              f"{sum(r['kind'] in ('input', 'input_and_label') for r in contam):>6,} "
-              f"{sum(r['kind'] in ('label', 'input_and_label') for r in contam):>6,} "
-              f"{sum(s >= 0.2 for s in share):>6,} {sum(s >= 0.5 for s in share):>6,} {anyhit:>8,} "
-              f"{anyhit / max(len(checked), 1):>7.1%}")
-    print("  share histograms (items per tenth of the field's n-grams found; n/a: the field has no n-gram):")
-    print(f"  {'benchmark':<10} {'field':<6} " + " ".join(f"{b:>6}" for b in BINS))
-    for b in benchmarks:
-        for field in ("input", "label"):
-            counts = _histogram([r[f"{field}_share"] for r in rows if r["benchmark"] == b])
-            print(f"  {b:<10} {field:<6} " + " ".join(f"{c:>6,}" for c in counts))
+    groups = [("contaminated (item, item_with_answer)", "specific",
+               [r for r in rows if r["contaminated"]]),
+              ("source_only (the corpus holds the passage the item quotes)", "source",
+               [r for r in rows if r["level"] == "source_only"]),
+              ("clean, with some of the item's own n-grams found", "specific",
+               [r for r in rows if r["level"] == "clean" and r["specific_matched"]])]
+    for title, name, group in groups:
+        print(f"examples, {title}: {len(group):,}")
+        for r in sorted(group, key=lambda r: (-share(r, name), r["item_id"]))[:k]:
+            item = items[r["item_id"]]
+            where = os.path.relpath(r[f"{name}_file"], dist) if r[f"{name}_file"] else "-"
+            print(f"  {r['item_id']}  [{r['level']}; own {r['specific_matched']}/{r['specific_ngrams']}, passage "
+                  f"{r['source_matched']}/{r['source_ngrams']}, template {r['template_ngrams']}]")
+            print(f"    item:     {_short(item.get('context'), 40) + ' | ' if item.get('context') else ''}"
+                  f"{_short(item.get('question'), 60)}  -> {_short(item.get('answer'), 20)}")
+            print(f"    evidence: {where} doc {r[f'{name}_doc']} @{r[f'{name}_offset']}: "
+                  f"{_short(r[f'{name}_snippet'], 48)}")
 
 
 def _short(text: str | None, n: int) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= n else text[:n - 1] + "…"
-
-
-def print_examples(rows: list[dict], items: dict[str, dict], threshold: float, dist: Path, k: int = 5) -> None:
-    """The items closest to the threshold on each side (below: only items with some hit)."""
-    checked = [r for r in rows if r["status"] == "checked"]
-    above = sorted((r for r in checked if r["contaminated"]), key=lambda r: (_item_share(r), r["item_id"]))[:k]
-    below = sorted((r for r in checked if not r["contaminated"] and _any_hit(r)),
-                   key=lambda r: (-_item_share(r), r["item_id"]))[:k]
-    for title, group in ((f"just above the threshold ({threshold})", above),
-                         (f"just below the threshold ({threshold}), with hits", below)):
-        print(f"examples {title}:")
-        for r in group:
-            item = items[r["item_id"]]
-            field = "input" if (r["input_share"] or 0) >= (r["label_share"] or 0) else "label"
-            shares = " ".join(f"{f} {r[f'{f}_matched']}/{r[f'{f}_ngrams']}="
-                              f"{'-' if r[f'{f}_share'] is None else format(r[f'{f}_share'], '.3f')}"
-                              for f in ("input", "label"))
-            where = os.path.relpath(r[f"{field}_file"], dist) if r[f"{field}_file"] else "-"
-            print(f"  {r['item_id']}  [{shares}; longest run {r[f'{field}_longest']} chars in {field}]")
-            print(f"    item:     {_short(item.get('context'), 40) + ' | ' if item.get('context') else ''}"
-                  f"{_short(item.get('question'), 60)}  -> {_short(item.get('answer'), 20)}")
-            print(f"    evidence: {where} doc {r[f'{field}_doc']} @{r[f'{field}_offset']}: "
-                  f"{_short(r[f'{field}_snippet'], 48)}")
 
 
 # ---- the naive scanner -------------------------------------------------------------------------------
@@ -453,11 +415,16 @@ def main() -> None:
                         help="scan only the first shards, about MB of them, with Ray (and local, to compare)")
     parser.add_argument("--upstream", type=Path, default=UPSTREAM)
     parser.add_argument("--workers", type=int, default=2, help="processes of the local engine, CPUs of Ray (2)")
+    parser.add_argument("--planted", type=int, default=150, metavar="N",
+                        help="items planted per shape and script for the recall targets (perf/leakage.py; 0: skip)")
     args = parser.parse_args()
     workers = args.workers
     print(f"{os.cpu_count()} cores, load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
           f"local engine and Ray with {workers} workers")
 
+    from leakage import contaminated, old_rule, positives, print_levels, print_recall
+
+    from pipeline import paths
     from pipeline.contamination.index import build_index
     from pipeline.contamination.overlap import overlap_rows
 
@@ -474,16 +441,26 @@ def main() -> None:
           f"index of {len(index.hashes):,} distinct {NGRAM}-grams over {index.units:,} fields in "
           f"{indexed - built:.1f} s (neither counted below)")
 
-    # ---- 2. the local engine on chinese-poetry
+    # ---- 2. the local engine on chinese-poetry: throughput, then the verdicts
     print()
     scan, wall, rss_mb, procs = timed_scan(spec, "chinese-poetry", index, "local", workers)
     local_rate = scan.bytes_scanned / 1e6 / wall
     print(scan_line(f"local engine, {workers} workers, chinese-poetry", scan, wall, rss_mb, procs))
+    started = time.perf_counter()
     rows = overlap_rows(index, scan, "chinese-poetry", spec)
+    print(f"  verdicts (levels, evidence) in {time.perf_counter() - started:.1f} s")
+    # the rule before levels, on every n-gram (no template, no passage): the baseline, and what the
+    # naive scanner below is compared with
+    plain = build_index(items, NGRAM, passages=lambda item: [])
+    plain.gram_kind[:] = 0
+    plain_scan, *_ = timed_scan(spec, "chinese-poetry-plain", plain, "local", workers)
+    plain_rows = overlap_rows(plain, plain_scan, "chinese-poetry", spec)
+    before = {r["item_id"]: old_rule(r) if r["input_ngrams"] + r["label_ngrams"] else None for r in plain_rows}
     by_id = {it["item_id"]: it for it in items}
-    print_rates(rows, spec.threshold)
-    print_examples(rows, by_id, spec.threshold, dist)
-    results = {"poetry": (wall, local_rate, rss_mb)}
+    print_levels(f"per benchmark (contaminated: item or item_with_answer, threshold {spec.threshold}; before: a "
+                 "field's share of all its n-grams >= the threshold)", rows, before)
+    print_examples(rows, by_id, dist)
+    results = {"poetry": (wall, local_rate, rss_mb), "negative": rows}
 
     # ---- 3. the naive scanner on the same files
     print()
@@ -499,7 +476,7 @@ def main() -> None:
           f"not counted)")
     print(f"  wenheng / naive: {local_rate / naive_rate:.1f}x MB/s ({workers} workers against 1 core; "
           f"{local_rate / naive_rate / workers:.1f}x per core)")
-    ours = {r["item_id"] for r in rows if _any_hit(r)}
+    ours = {r["item_id"] for r in plain_rows if _any_hit(r)}
     theirs = {items[u // 2]["item_id"] for u in hit}
     both = ours & theirs
     print(f"  items with any {NGRAM}-gram hit: wenheng {len(ours):,}, naive {len(theirs):,}, both {len(both):,}, "
@@ -528,7 +505,7 @@ def main() -> None:
         results["big"] = (wall, scan.bytes_scanned, rss_mb)
         big_rows = overlap_rows(index, scan, "big", big)
         print(f"  items contaminated: {sum(bool(r['contaminated']) for r in big_rows):,}, "
-              f"with any hit: {sum(map(_any_hit, big_rows)):,}")
+              f"source_only: {sum(r['level'] == 'source_only' for r in big_rows):,}")
         local_matches = scan.matches
         del scan
         if not args.no_ray:
@@ -560,7 +537,12 @@ def main() -> None:
             import ray
             ray.shutdown()
 
-    # ---- 5. the targets
+    # ---- 5. planted items (perf/leakage.py): recall
+    if args.planted:
+        recall_results, _ = positives(items, index, spec, paths.cache_dir() / "perf-leakage", args.planted, 20261127)
+        results["recall"] = print_recall(recall_results)
+
+    # ---- 6. the targets
     print()
     print("targets:")
 
@@ -579,6 +561,18 @@ def main() -> None:
     peaks = {"chinese-poetry": results["poetry"][2], **({"big corpus": results["big"][2]} if "big" in results else {})}
     target(max(peaks.values()) <= TARGET_RSS_MB, f"peak RSS <= {TARGET_RSS_MB / 1024:.0f} GB (local engine)",
            ", ".join(f"{k} {v:,.0f} MB" for k, v in peaks.items()))
+    checked = [r for r in results["negative"] if r["status"] == "checked"]
+    rates = {b: sum(contaminated(r) for r in checked if r["benchmark"] == b)
+             / max(sum(r["benchmark"] == b for r in checked), 1) for b in sorted({r["benchmark"] for r in checked})}
+    worst = max(rates, key=rates.get)
+    old = [v for v in before.values() if v is not None]
+    target(rates[worst] <= 0.005, "chinese-poetry: contaminated <= 0.5% per benchmark",
+           f"highest {worst} {rates[worst]:.2%} (before: {sum(old) / max(len(old), 1):.1%} of all items checked)")
+    if "recall" in results:
+        for name, floor, what in (("answered", 0.95, "answer planted"), ("question", 0.90, "question alone")):
+            found, planted = results["recall"][name]
+            target(found >= floor * planted, f"recall >= {floor:.0%}, {what}",
+                   f"{found:,}/{planted:,} = {found / max(planted, 1):.1%}")
     if "ray" in results:
         wall, rss_mb, subset, same = results["ray"]
         ratio = wall / results["big"][0]

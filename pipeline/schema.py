@@ -162,6 +162,18 @@ CORPUS_OVERLAP = pa.schema([
     ("contaminated", pa.bool_()),        # level is item or item_with_answer; null when too_short
 ])
 
+# What a corpus's files held, one row per corpus (pipeline/contamination/engines.py
+# CorpusScan.reading_summary): documents read, lines or records skipped, empty files.
+CORPUS_READING = pa.schema([
+    ("corpus", _str),
+    ("files", pa.int64()),
+    ("documents", pa.int64()),
+    ("bad_lines", pa.int64()),          # lines or records that are not documents (not JSON, not an object)
+    ("empty_files", pa.int64()),        # 0 bytes, whitespace only, an empty list or table
+    ("invalid_utf8", pa.int64()),       # byte sequences that are not UTF-8 (read as U+FFFD)
+    ("first_error", _str),              # the first bad line's file and reason
+])
+
 # A corpus file that could not be read: the scan went on without it.
 CORPUS_QUARANTINE = pa.schema([
     ("corpus", _str),

@@ -38,8 +38,17 @@ import pyarrow as pa
 
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.engines import CorpusScan
-from pipeline.contamination.index import (FIELDS, MCQ_FORMATS, SOURCE, SPECIFIC, TEMPLATE, ItemIndex, Runs,
-                                          found_grams, runs)
+from pipeline.contamination.index import (
+    FIELDS,
+    MCQ_FORMATS,
+    SOURCE,
+    SPECIFIC,
+    TEMPLATE,
+    ItemIndex,
+    Runs,
+    found_grams,
+    runs,
+)
 
 LEVELS = ("item_with_answer", "item", "source_only", "clean", "too_short")
 CONTAMINATED = ("item_with_answer", "item")

@@ -22,7 +22,7 @@ from typing import Any
 MIN_CHARS = 4
 _OPTION = re.compile(r"^\s*(?:[A-H][、.．:：)）]|[（(][A-H][)）])")
 _LABELLED = re.compile(r"(?:古诗词内容|诗词内容|内容|题目|题干|原文|材料|诗句|文段|句子)\s*[:：]\s*([^\n]+)")
-_QUOTED = re.compile(r"“([^”]{%d,})”|「([^」]{%d,})」|『([^』]{%d,})』|‘([^’]{%d,})’" % ((MIN_CHARS,) * 4))
+_QUOTED = re.compile("|".join(f"{a}([^{b}]{{{MIN_CHARS},}}){b}" for a, b in ("“”", "「」", "『』", "‘’")))
 _POINTER = re.compile(r"(?:上面|上述|以上|这首|这句|此句|该句|从上面|请问这|根据上|下列|诗歌|本诗|此诗|诗中|对这)")
 _OPTION_START = re.compile(r"\s[A-H][、.．]")
 _ASKS = re.compile(r"^\s*问题|[？?]\s*$")   # match(): a 问题 line; search(): also one that ends asking

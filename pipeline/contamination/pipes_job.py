@@ -5,7 +5,7 @@
 It reads the corpus spec, the items' lake files and the output folder from the Pipes extras,
 scans with Ray (a local Ray on this machine's cores, or the cluster at the spec's `ray_address`),
 streams its progress lines to Dagster's log, writes overlap.parquet and quarantine.parquet to the
-output folder and sends the summary back as a custom message."""
+output folder (and reading.parquet) and sends the summary back as a custom message."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dagster_pipes import open_dagster_pipes
 from pipeline import schema
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.index import ITEM_COLUMNS
-from pipeline.contamination.run import compute_overlap, summary
+from pipeline.contamination.run import compute_overlap, reading_row, summary
 
 
 def main() -> None:
@@ -34,6 +34,8 @@ def main() -> None:
         pq.write_table(pa.Table.from_pylist(result.rows, schema=schema.CORPUS_OVERLAP), out / "overlap.parquet")
         pq.write_table(pa.Table.from_pylist(result.quarantine, schema=schema.CORPUS_QUARANTINE),
                        out / "quarantine.parquet")
+        pq.write_table(pa.Table.from_pylist([reading_row(extras["corpus"], result.scan)], schema=schema.CORPUS_READING),
+                       out / "reading.parquet")
         pipes.report_custom_message(summary(result))
 
 

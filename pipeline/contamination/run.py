@@ -41,6 +41,14 @@ def compute_overlap(spec: CorpusSpec, name: str, items: Sequence[dict[str, Any]]
     return Overlap(rows, quarantine, scan, index)
 
 
+def reading_row(name: str, scan: CorpusScan) -> dict[str, Any]:
+    """The corpus_reading row: what the corpus's files held."""
+    notes = scan.reading_notes()
+    return {"corpus": name, "files": notes["files"], "documents": notes["documents"],
+            "bad_lines": notes["bad lines"], "empty_files": notes["empty files"],
+            "invalid_utf8": notes["invalid utf-8"], "first_error": notes["first error"]}
+
+
 def reference_hashes(index: ItemIndex, references: dict[str, CorpusSpec], cache_root: Path, **scan_args):
     """The item n-gram hashes that any reference corpus holds."""
     import numpy as np
@@ -74,6 +82,7 @@ def summary(result: Overlap) -> dict[str, Any]:
         "items": len(rows), "contaminated": sum(bool(r["contaminated"]) for r in rows),
         "too short": sum(r["status"] == "too_short" for r in rows),
         "levels": {lv: sum(r["level"] == lv for r in rows) for lv in LEVELS},
+        "reading": scan.reading_summary(),
         "per benchmark": per_benchmark,
         "specific share histogram": share_histogram([r["specific_share"] for r in rows]),
         "input share histogram": share_histogram([r["input_share"] for r in rows]),

@@ -37,6 +37,7 @@ class CorpusReport:
     contaminated: int
     files_with_evidence: int
     quarantined: list[dict[str, Any]]             # path, reason
+    reading: dict[str, Any]                       # corpus_reading's row: documents, bad lines, empty files
     benchmarks: list[dict[str, Any]]              # corpus_contamination rows, task '(all)'
     tasks: list[dict[str, Any]]                   # ... and its task rows
     fields: list[dict[str, Any]]                  # corpus_contamination_by_field rows (task rows included)
@@ -99,6 +100,8 @@ def corpus_report(con: duckdb.DuckDBPyConnection, corpus: str) -> CorpusReport:
                            [corpus, corpus]).fetchone()[0]
     quarantined = (_dicts(con, "SELECT path, reason FROM corpus_quarantine WHERE corpus = ? ORDER BY path", [corpus])
                    if _has(con, "corpus_quarantine") else [])
+    read = (_dicts(con, "SELECT * FROM corpus_reading WHERE corpus = ?", [corpus]) if _has(con, "corpus_reading")
+            else [])
     rates = _dicts(con, "SELECT * FROM corpus_contamination WHERE corpus = ? "
                         "ORDER BY benchmark, task <> '(all)', task", [corpus])
     fields = _dicts(con, "SELECT * FROM corpus_contamination_by_field WHERE corpus = ? "
@@ -115,6 +118,7 @@ def corpus_report(con: duckdb.DuckDBPyConnection, corpus: str) -> CorpusReport:
     return CorpusReport(
         corpus=corpus, version=head[0], ngram=head[1], threshold=head[2], items=head[3], checked=head[4],
         too_short=head[5], contaminated=head[6], files_with_evidence=evidence, quarantined=quarantined,
+        reading=read[0] if read else {},
         benchmarks=[r for r in rates if r["task"] == "(all)"], tasks=[r for r in rates if r["task"] != "(all)"],
         fields=fields, histogram=histogram,
         flagged=_dicts(con, _EXAMPLES_SQL, [corpus, ["item_with_answer", "item"]]),
@@ -197,7 +201,8 @@ def corpus_text(r: CorpusReport) -> str:
              "only the passage an item quotes is source only, not contaminated",
              f"  items {r.items:,}: checked {r.checked:,}, too short to check {r.too_short:,}, contaminated "
              f"{r.contaminated:,} ({percent(r.rate)} of those checked)",
-             f"  corpus files: {r.files_with_evidence:,} with evidence, {len(r.quarantined):,} quarantined (not read)"]
+             f"  corpus files: {r.files_with_evidence:,} with evidence, {len(r.quarantined):,} quarantined (not read)",
+             *([reading_line(r.reading)] if r.reading else [])]
     for q in r.quarantined[:10]:
         lines.append(f"    quarantined {q['path']}: {snippet(q['reason'], 200)}")
     if len(r.quarantined) > 10:
@@ -253,6 +258,14 @@ def corpus_text(r: CorpusReport) -> str:
                     "score x100 [95% interval] n items", body)
     lines += ["", f"  every row: SELECT * FROM contamination_effect WHERE corpus = '{r.corpus}' (wenheng query)"]
     return "\n".join(lines)
+
+
+def reading_line(reading: dict[str, Any]) -> str:
+    """What the corpus's files held, on one line."""
+    line = (f"  read: {reading['documents']:,} documents from {reading['files']:,} files, "
+            f"{reading['bad_lines']:,} bad lines skipped, {reading['empty_files']:,} empty files, "
+            f"{reading['invalid_utf8']:,} invalid UTF-8 sequences")
+    return line + (f" (first bad line: {snippet(reading['first_error'], 160)})" if reading.get("first_error") else "")
 
 
 def _share(value: float | None, threshold: float | None) -> str:

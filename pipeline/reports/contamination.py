@@ -45,7 +45,8 @@ def _corpus(r: CorpusReport, benchmarks: list[str] | None, models: list[str] | N
         "facts": [("items", f"{r.items:,}"), ("checked", f"{r.checked:,}"), ("too short to check", f"{r.too_short:,}"),
                   ("contaminated", f"{r.contaminated:,} ({tables.percent(r.rate)} of those checked)"),
                   ("corpus files with evidence", f"{r.files_with_evidence:,}"),
-                  ("corpus files quarantined", f"{len(r.quarantined):,}")],
+                  ("corpus files quarantined", f"{len(r.quarantined):,}"),
+                  *_reading_facts(r.reading)],
         "quarantined": r.quarantined,
         "rates": [{"benchmark": x["benchmark"], "task": x["task"], "total": x["task"] == "(all)",
                    "cells": [f"{x['n_items']:,}", f"{x['n_checked']:,}", f"{x['n_too_short']:,}",
@@ -66,6 +67,15 @@ def _corpus(r: CorpusReport, benchmarks: list[str] | None, models: list[str] | N
         "headline": _effect_rows([x for x in effect if x["headline"]]),
         "groups": _effect_groups(effect),
     }
+
+
+def _reading_facts(reading: dict[str, Any]) -> list[tuple[str, str]]:
+    if not reading:
+        return []
+    first = f" (first: {tables.snippet(reading['first_error'], 160)})" if reading.get("first_error") else ""
+    return [("documents read", f"{reading['documents']:,} from {reading['files']:,} files"),
+            ("bad lines skipped", f"{reading['bad_lines']:,}{first}"),
+            ("empty files", f"{reading['empty_files']:,}"), ("invalid UTF-8 sequences", f"{reading['invalid_utf8']:,}")]
 
 
 def _examples(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -35,11 +35,13 @@ BASE_TABLES: dict[str, tuple[tuple[str, ...], pa.Schema]] = {
     # a user's corpus scanned against every item (pipeline/contamination): one file per corpus
     "corpus_overlap": (("corpus_overlap/*.parquet",), schema.CORPUS_OVERLAP),
     "corpus_quarantine": (("corpus_quarantine/*.parquet",), schema.CORPUS_QUARANTINE),
+    "corpus_reading": (("corpus_reading/*.parquet",), schema.CORPUS_READING),
 }
 # What the `*` of a partition path stand for, in order: benchmark (and model), unless the table
 # says otherwise in TABLE_PARTITIONS.
 PARTITION_COLUMNS = ("benchmark", "model")
-TABLE_PARTITIONS: dict[str, tuple[str, ...]] = {"corpus_overlap": ("corpus",), "corpus_quarantine": ("corpus",)}
+TABLE_PARTITIONS: dict[str, tuple[str, ...]] = {"corpus_overlap": ("corpus",), "corpus_quarantine": ("corpus",),
+                                                "corpus_reading": ("corpus",)}
 
 # Partition files outlive the items they answered (a source was corrected, a sample set swapped
 # for the real files). Only responses to the current prompts, and their scores and judgements,

@@ -3,8 +3,8 @@ style, word selection, allusions, overall quality), all single-choice; AU asks i
 in one prompt, answered with three letters."""
 
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
-from pipeline.contamination.passages import classical
 from pipeline.benchmarks.cpdue.adapter import parse
+from pipeline.contamination.passages import classical
 
 CARD = BenchmarkCard(
     name="cpdue", title="CP-DUE",

@@ -2,8 +2,8 @@
 judge, and format rules for couplets and ci (tone, rhyme and cipai tables: pipeline/scoring/format_rules.py)."""
 
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
-from pipeline.contamination.passages import classical
 from pipeline.benchmarks.fuxi.adapter import TASKS, parse
+from pipeline.contamination.passages import classical
 
 # The paper's metric per task -> wenheng's rule scorer (pipeline/scoring/rules.py).
 SCORER_OF_METRIC = {"accuracy": "option", "bleu": "bleu", "llm_judge": "judge",

@@ -32,6 +32,6 @@ def test_dg_list_defs(workdir):
     listed = json.loads(run_dg("list", "defs", "--json", workdir=workdir).stdout)
     assets = {a["asset_key"] for a in listed["assets"]}
     assert {"raw_items", "items", "quarantine", "corrections_audit", "dedup_clusters", "contamination",
-            "item_variants", "prompts", "responses", "scores", "corpus_overlap", "corpus_quarantine",
+            "item_variants", "prompts", "responses", "scores", "corpus_overlap", "corpus_quarantine", "corpus_reading",
             "warehouse"} <= assets
     assert {j["name"] for j in listed["jobs"]} == {"prepare", "evaluate", "scan", "publish"}

@@ -7,7 +7,6 @@ corpus turns what it holds into source. The texts are wenheng's own."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -60,6 +60,9 @@ def test_the_report_prints_rates_fields_and_histogram(text):
     assert "items 8: checked 7, too short to check 1, contaminated 3 (42.9% of those checked)" in poetry
     assert "corpus files: 1 with evidence, 1 quarantined (not read)" in poetry
     assert "quarantined /corpora/poetry/bad.json: not valid JSON: <oops>" in poetry
+    assert ("read: 120 documents from 3 files, 2 bad lines skipped, 1 empty files, 0 invalid UTF-8 sequences "
+            "(first bad line: /corpora/poetry/a.jsonl: a line is not JSON (Expecting value))") in poetry
+    assert "read:" not in section(text, "news.v2")   # no reading row: no line
     # benchmark, task, items, checked, too short, contaminated, rate, with answer, item, source only and its rate
     assert line(poetry, "aceval", "(all)") == ["aceval", "(all)", "6", "5", "1", "3", "60.0%", "0", "3", "0", "0.0%"]
     assert line(poetry, "aceval", "historical_facts")[2:7] == ["4", "3", "1", "2", "66.7%"]

@@ -115,6 +115,9 @@ def write_lake(lake: Path, corpora: bool = True) -> Path:
               [{"corpus": "poetry", "path": "/corpora/poetry/bad.json", "reason": "not valid JSON: <oops>"}],
               schema.CORPUS_QUARANTINE)
         write(lake / "corpus_quarantine" / "news.v2.parquet", [], schema.CORPUS_QUARANTINE)
+        write(lake / "corpus_reading" / "poetry.parquet",
+              [{"corpus": "poetry", "files": 3, "documents": 120, "bad_lines": 2, "empty_files": 1, "invalid_utf8": 0,
+                "first_error": "/corpora/poetry/a.jsonl: a line is not JSON (Expecting value)"}], schema.CORPUS_READING)
     return lake
 
 
