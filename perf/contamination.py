@@ -451,7 +451,7 @@ def main() -> None:
     print(f"  verdicts (levels, evidence) in {time.perf_counter() - started:.1f} s")
     # the rule before levels, on every n-gram (no template, no passage): the baseline, and what the
     # naive scanner below is compared with
-    plain = build_index(items, NGRAM, passages=lambda item: [])
+    plain = build_index(items, NGRAM, passages=lambda item: [], template_min_items=len(items) + 1)
     plain.gram_kind[:] = 0
     plain_scan, *_ = timed_scan(spec, "chinese-poetry-plain", plain, "local", workers)
     plain_rows = overlap_rows(plain, plain_scan, "chinese-poetry", spec)

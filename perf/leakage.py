@@ -187,7 +187,7 @@ def negatives(items, index, spec, cache) -> list[dict]:
     started = time.perf_counter()
     rows = scan_rows(spec, "chinese-poetry", index, cache)
     # the rule before levels, on the same scan: every n-gram counts (no template, no passage)
-    plain = build_index(items, index.n, passages=lambda item: [])
+    plain = build_index(items, index.n, passages=lambda item: [], template_min_items=len(items) + 1)
     plain.gram_kind[:] = 0
     before = {r["item_id"]: old_rule(r) if r["input_ngrams"] + r["label_ngrams"] else None
               for r in scan_rows(spec, "chinese-poetry-plain", plain, cache)}

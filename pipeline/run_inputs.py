@@ -145,13 +145,16 @@ class Inputs:
         from pipeline.settings import settings
 
         try:
-            spec = load_corpora(paths.corpora_file(), paths.scanned_corpora_file())[corpus]
-            if any(is_url(path) for path in spec.paths):
+            specs = load_corpora(paths.corpora_file(), paths.scanned_corpora_file())
+            # the corpus, and the reference corpora its verdict sets apart as source
+            read = [specs[corpus], *(v for k, v in sorted(specs.items()) if v.reference and k != corpus)]
+            if any(is_url(path) for spec in read for path in spec.paths):
                 return {}   # a remote corpus: its files are not listed before the scan
-            files = [(file, stat.st_size, stat.st_mtime_ns) for file in shard_paths(spec) for stat in [os.stat(file)]]
+            files = [(file, stat.st_size, stat.st_mtime_ns) for spec in read for file in shard_paths(spec)
+                     for stat in [os.stat(file)]]
             (items,) = self.instance.get_asset_records([dg.AssetKey("items")])
-            value = _digest(self._base(), "scan", spec.model_dump(), files, settings().scan_engine,
-                            items.asset_entry.last_materialization_storage_id)
+            value = _digest(self._base(), "scan", [spec.model_dump() for spec in read], files,
+                            settings().scan_engine, items.asset_entry.last_materialization_storage_id)
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - as in prepare
             return {}

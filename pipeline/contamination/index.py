@@ -90,7 +90,10 @@ class ItemIndex:
 
 
 def build_index(items: Sequence[dict[str, Any]], n: int,
-                passages: Callable[[dict[str, Any]], list[str]] = item_passages) -> ItemIndex:
+                passages: Callable[[dict[str, Any]], list[str]] = item_passages,
+                template_min_items: int = TEMPLATE_MIN_ITEMS) -> ItemIndex:
+    """`passages` and `template_min_items` are the card's and the measured cutoff; perf/ passes
+    others to measure the rule without them."""
     texts, part_unit, part_option = [], [], []
     unit_item, unit_field = [], []
     for i, item in enumerate(items):
@@ -114,7 +117,7 @@ def build_index(items: Sequence[dict[str, Any]], n: int,
     kind[_in_passage(items, passages, n, gram_item, gram_hash)] = SOURCE
     shared = item_counts(items, gram_item, gram_hash) if len(gram_hash) else np.zeros(0, dtype=np.int64)
     kind[shared >= 2] = SOURCE                  # a passage several questions share
-    kind[shared >= TEMPLATE_MIN_ITEMS] = TEMPLATE
+    kind[shared >= template_min_items] = TEMPLATE
     hashes = np.unique(gram_hash[kind != TEMPLATE])
     digest = hashlib.sha256(f"{INDEX_VERSION}|{n}|".encode() + hashes.tobytes()).hexdigest()[:16]
     return ItemIndex(
