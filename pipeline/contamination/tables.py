@@ -234,18 +234,7 @@ def corpus_text(r: CorpusReport) -> str:
         [[label, f"{n:,}", "#" * (max(1, round(40 * n / top)) if n else 0)] for label, n in r.histogram.items()],
         align="lrl"))
 
-    for title, examples in [("contaminated (item, item with answer): the highest specific shares", r.flagged),
-                            ("source only (the corpus quotes the item's passage): the highest source shares",
-                             r.source_only),
-                            ("clean, with some of the item's own n-grams: the highest specific shares",
-                             r.not_flagged)]:
-        body = table(["item", "level", "specific share", "source share", "longest run", "evidence"],
-                     [[e["item_id"], e["level"], _share(e["specific_share"], r.threshold),
-                       _share(e["source_share"], r.threshold), f"{e['longest'] or 0:,}",
-                       f"{e['field']} in {e['doc'] or '?'}: {snippet(e['snippet'])}"] for e in examples],
-                     align="llrrrl") if examples else "  (none)"
-        _section(lines, title, body)
-
+    _example_sections(lines, r)
     headline = r.headline
     body = table(["benchmark", "table", "row", "model", "split", "setting", "variant", "all items", "clean items",
                   "delta"],
@@ -258,6 +247,21 @@ def corpus_text(r: CorpusReport) -> str:
                     "score x100 [95% interval] n items", body)
     lines += ["", f"  every row: SELECT * FROM contamination_effect WHERE corpus = '{r.corpus}' (wenheng query)"]
     return "\n".join(lines)
+
+
+def _example_sections(lines: list[str], r: CorpusReport) -> None:
+    """Examples of each level, with their evidence."""
+    for title, examples in [("contaminated (item, item with answer): the highest specific shares", r.flagged),
+                            ("source only (the corpus quotes the item's passage): the highest source shares",
+                             r.source_only),
+                            ("clean, with some of the item's own n-grams: the highest specific shares",
+                             r.not_flagged)]:
+        body = table(["item", "level", "specific share", "source share", "longest run", "evidence"],
+                     [[e["item_id"], e["level"], _share(e["specific_share"], r.threshold),
+                       _share(e["source_share"], r.threshold), f"{e['longest'] or 0:,}",
+                       f"{e['field']} in {e['doc'] or '?'}: {snippet(e['snippet'])}"] for e in examples],
+                     align="llrrrl") if examples else "  (none)"
+        _section(lines, title, body)
 
 
 def reading_line(reading: dict[str, Any]) -> str:
