@@ -2,7 +2,8 @@
 -- per corpus x benchmark x task, and a per-benchmark total row (task = '(all)'), how many items
 -- are at each level. The level is decided once, per row, in pipeline/contamination/overlap.py
 -- (item_with_answer, item, source_only, clean, too_short); this view only counts. The rate is
--- contaminated (item or item_with_answer) among the checked items (too_short: no verdict).
+-- contaminated (item or item_with_answer) among the checked items (too_short: no verdict); the
+-- source-only rate is among all items (an item without n-grams of its own may quote a passage).
 -- No corpus scanned: no rows.
 CREATE OR REPLACE VIEW corpus_contamination AS
 SELECT
@@ -20,8 +21,7 @@ SELECT
     count(*) FILTER (WHERE level = 'item_with_answer')         AS n_item_with_answer,
     count(*) FILTER (WHERE level = 'item')                     AS n_item,
     count(*) FILTER (WHERE level = 'source_only')              AS n_source_only,
-    count(*) FILTER (WHERE level = 'source_only') / nullif(count(*) FILTER (WHERE status = 'checked'), 0)
-                                                               AS source_only_rate,
+    count(*) FILTER (WHERE level = 'source_only') / count(*)  AS source_only_rate,   -- of all items
     count(*) FILTER (WHERE input_flagged)                      AS n_input_flagged,
     count(*) FILTER (WHERE label_flagged)                      AS n_label_flagged,
     avg(specific_share)                                        AS mean_specific_share,
