@@ -59,7 +59,7 @@ QUARANTINE = pa.schema([
     ("source_file", _str),
     ("source_locator", _str),
     ("reason", _str),
-    ("raw", _str),              # the row as read, so nothing is lost
+    ("raw", _str),              # the row as read, up to 4 KB, then its length and sha256 (pipeline/sources/text.py)
 ])
 
 # What a raw_items partition (one benchmark) holds: items (before hashing) and quarantined rows in one table;
