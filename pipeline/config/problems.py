@@ -47,10 +47,20 @@ def as_details(error: dict[str, Any]) -> InitErrorDetails:
                             loc=error["loc"], input=error.get("input"))
 
 
+# what str.splitlines breaks a line at: a key or a value holding one is shown escaped, so a
+# problem stays one line
+_LINE_BREAKS = re.compile("[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks escaped (`\\r`, `\\u2028`)."""
+    return _LINE_BREAKS.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def where(path: Path | str, loc: Loc) -> str:
     """`<file>: <key.path>`, or the file alone for the top level."""
     keys = ".".join(str(key) for key in loc)
-    return f"{path}: {keys}" if keys else str(path)
+    return one_line(f"{path}: {keys}" if keys else str(path))
 
 
 def problem_line(path: Path | str, loc: Loc, error: dict[str, Any]) -> str:
@@ -77,7 +87,7 @@ class Problems:
         self.lines: list[str] = []
 
     def add(self, line: str) -> None:
-        self.lines.append(line)
+        self.lines.append(one_line(line))
 
     def check(self, step: Callable[..., Any], *args: Any) -> Any:
         """`step(*args)`, or None with its ConfigError recorded."""
@@ -96,7 +106,7 @@ class Problems:
                 return kind.validate_python(data, context=context)
             return kind.model_validate(data, context=context)
         except ValidationError as exc:
-            self.lines.extend(problem_line(path, loc, error) for error in exc.errors(include_url=False))
+            self.lines.extend(one_line(problem_line(path, loc, error)) for error in exc.errors(include_url=False))
             return None
 
     def raise_any(self) -> None:

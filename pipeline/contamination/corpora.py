@@ -42,6 +42,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from pipeline.config import ConfigError, _load_yaml
+from pipeline.config.problems import one_line
 
 FORMATS = ("jsonl", "json", "parquet", "txt")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".txt": "txt"}
@@ -147,7 +148,7 @@ def _parse_entries(file: Path, data: dict) -> dict[str, CorpusSpec]:
     try:
         parsed = CorporaFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError("\n".join(_line(file, error) for error in exc.errors())) from None
+        raise ConfigError("\n".join(one_line(_line(file, error)) for error in exc.errors())) from None
     problems = []
     out = {}
     for name, spec in parsed.corpora.items():
@@ -161,7 +162,7 @@ def _parse_entries(file: Path, data: dict) -> dict[str, CorpusSpec]:
         problems += [f"{where}: {line}" for line in check_spec(spec)]
         out[str(name)] = spec
     if problems:
-        raise ConfigError("\n".join(problems))
+        raise ConfigError("\n".join(map(one_line, problems)))
     return out
 
 

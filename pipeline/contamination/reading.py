@@ -201,8 +201,14 @@ def _scanned(path: str, tables_of, reading: Reading) -> tuple[pa.Table, FileStat
     except ShardError:
         raise
     except (OSError, ValueError, pa.ArrowException) as exc:
-        raise ShardError(f"{type(exc).__name__}: {exc}") from None
+        raise ShardError(f"{type(exc).__name__}: {_one_line(exc)}") from None
+    except RecursionError:   # a record nested deeper than the interpreter walks
+        raise ShardError("a record is nested too deeply to read") from None
     return smallest_per_hash(tables), stats
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _line_tables(blocks: Iterator[bytes | LongLine], path: str, fmt: str, from_start: bool, reading: Reading,

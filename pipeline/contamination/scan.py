@@ -189,6 +189,9 @@ def parse_lines(data: bytes, fmt: str, docs: Documents, stats: FileStats) -> tup
         except ValueError as exc:
             stats.bad_rows += 1
             stats.first_error = stats.first_error or f"a line is not JSON ({exc.msg})"
+        except RecursionError:   # `[[[[...` past the interpreter's depth: a bad line, not a crash
+            stats.bad_rows += 1
+            stats.first_error = stats.first_error or "a line is JSON nested too deeply to read"
     return docs.extract(records, stats)
 
 
@@ -202,6 +205,8 @@ def parse_json(data: bytes, docs: Documents, stats: FileStats) -> tuple[list[str
         value = json.loads(text)
     except ValueError as exc:
         raise ShardError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ShardError("not valid JSON: nested too deeply to read") from None
     records = value if isinstance(value, list) else [value]
     stats.rows += len(records)
     return docs.extract(records, stats)

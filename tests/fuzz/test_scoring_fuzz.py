@@ -10,10 +10,10 @@ with a reason ("unscored with a reason", e.g. "needs the LLM judge"), and can be
 (schema.SCORES). Responses are read back from parquet before they are scored, so they are valid
 UTF-8: no lone surrogates here (the sources' own checks quarantine those, pipeline/sources/text.py).
 
-Budget. The `ci` profile (the default) runs 200 examples per test, derandomized: every run tries
-the same examples, and a failure once found is pinned below with @example, so it is replayed
-every time (derandomize: no example database is read or written). A big run (random examples,
-≥10,000 per test; a failure prints the example to pin):
+Budget (tests/fuzz/fuzz_budget.py). The `ci` profile (the default) runs 200 examples per test,
+seeded: every run tries the same examples, after those saved in the committed example database
+(tests/fuzz/examples, read-only when CI=true); a failure once found is also pinned below with
+@example. A big run (random examples, ≥10,000 per test; a failure prints the example to pin):
 
     WENHENG_FUZZ_EXAMPLES=10000 .venv/bin/python -m pytest tests/fuzz
 """
@@ -21,14 +21,14 @@ every time (derandomize: no example database is read or written). A big run (ran
 from __future__ import annotations
 
 import math
-import os
 from collections import defaultdict
 from functools import cache
 from typing import Any
 
 import pytest
 from conftest import ROOT
-from hypothesis import HealthCheck, example, given, settings
+from fuzz_budget import FUZZ
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pipeline import benchmarks, schema
@@ -37,15 +37,6 @@ from pipeline.schema import OPTION_LETTERS
 from pipeline.scoring import extract, format_rules, gelv, labeling
 from pipeline.scoring.rules import SCORERS, score_response, scorer_name
 from pipeline.sources.ingest import parse_source
-
-_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
-           HealthCheck.filter_too_much]
-settings.register_profile("ci", max_examples=200, derandomize=True, database=None, deadline=None,
-                          suppress_health_check=_HEALTH, print_blob=True)
-# random examples, none stored (a failure prints its example: pin it below with @example)
-settings.register_profile("big", max_examples=int(os.environ.get("WENHENG_FUZZ_EXAMPLES") or 10_000),
-                          database=None, deadline=None, suppress_health_check=_HEALTH, print_blob=True)
-FUZZ = settings.get_profile("big" if os.environ.get("WENHENG_FUZZ_EXAMPLES") else "ci")
 
 # --- responses ----------------------------------------------------------------------------------
 
