@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.contamination.corpora import CorpusSpec, not_regular, shard_paths
+from pipeline.contamination.corpora import CorpusSpec, is_url, not_regular, shard_paths
 from pipeline.contamination.index import ItemIndex
 from pipeline.contamination.local_engine import _scan_local
 from pipeline.contamination.ray_engine import RayScanner as RayScanner
@@ -77,6 +77,37 @@ class CorpusScan:
                                     None)}
 
 
+def unreadable(path: str, exc: BaseException) -> str:
+    """Why a corpus file cannot be read, one line: a URL's HTTP status where there is one (fsspec
+    raises FileNotFoundError for any HTTP error status of a file's HEAD/GET: the status is asked
+    once more to name it)."""
+    web = path.startswith(("http://", "https://"))
+    status = getattr(exc, "status", None) or getattr(exc, "code", None)
+    if web and isinstance(exc, FileNotFoundError):
+        status = _http_status(path)
+        why = "not found (HTTP 404)" if status in (None, 404) else f"HTTP {status}"
+    elif isinstance(exc, FileNotFoundError):
+        why = "not found"
+    elif web and isinstance(status, int):
+        why = f"HTTP {status} {getattr(exc, 'message', '') or ''}".strip()
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return "cannot be read: " + " ".join(why.split())
+
+
+def _http_status(url: str) -> int | None:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=10) as response:  # noqa: S310
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except (OSError, ValueError):
+        return None
+
+
 def scan_corpus(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path, *, engine: str | None = None,
                 workers: int | None = None, log: Callable[[str], None] | None = None) -> CorpusScan:
     """Every file of the corpus, from the cache where it is valid, the rest with the engine."""
@@ -95,8 +126,10 @@ def scan_corpus(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path,
             continue
         try:
             keys[path] = cache_key(path, reading, index.digest)
-        except (OSError, ShardError) as exc:
-            result.quarantine.append({"path": path, "reason": f"cannot be read: {exc}"})
+        except Exception as exc:  # noqa: BLE001 - a URL's filesystem raises its own errors (aiohttp's, botocore's)
+            if not (is_url(path) or isinstance(exc, (OSError, ShardError))):
+                raise
+            result.quarantine.append({"path": path, "reason": unreadable(path, exc)})
             continue
         hit = _cached(folder, keys[path])
         if hit is None:

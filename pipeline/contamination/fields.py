@@ -64,6 +64,25 @@ def check_fields(spec: CorpusSpec, name: str, warn: Callable[[str], None] | None
         if where[f] and lacking:
             warn(f"corpora.{name}: field {f} is in {len(where[f]):,} of the {len(sampled):,} files probed, not in "
                  f"{_some(lacking)}: their documents are read from the other fields")
+    _check_id_field(spec, name, sampled, warn)
+
+
+def _check_id_field(spec: CorpusSpec, name: str, sampled: dict[str, list[dict]], warn: Callable[[str], None]) -> None:
+    """`id_field` absent from documents probed: one warning line (their ids are then made from
+    their text, `<file>@<sha1>`: the evidence still names them, by content)."""
+    if not spec.id_field:
+        return
+    path = spec.id_field.split(".")
+    lacking = {p: sum(_get(r, path) is None for r in records) for p, records in sampled.items()}
+    lacking = {p: n for p, n in lacking.items() if n}
+    if not lacking:
+        return
+    documents = sum(len(records) for records in sampled.values())
+    keys = Counter(k for records in sampled.values() for r in records for k in r)
+    warn(f"corpora.{name}: id_field {spec.id_field} is missing from {sum(lacking.values()):,} of the {documents:,} "
+         f"first documents probed, in {_some(list(lacking))} (their keys: "
+         f"{', '.join(k for k, _ in keys.most_common(12)) or 'none'}): those documents are identified by "
+         "<file>@<sha1 of their text>")
 
 
 def _holds(records: Sequence[dict], field: str) -> bool:

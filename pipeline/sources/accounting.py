@@ -137,8 +137,10 @@ def guarded_file(result: ParseResult, benchmark: str, shown: str,
     own = ParseResult()
     try:
         parse_file(own)
-    except SourceError:
-        raise
+    except SourceError as exc:   # the source's problem, named by its benchmark (a torn read names only the file)
+        if str(exc).startswith(f"{benchmark}: "):
+            raise
+        raise SourceError(f"{benchmark}: {exc}") from None
     except UnicodeDecodeError as exc:
         result.raw_counts[shown] += 1
         result.reject(benchmark, shown, "file", f"not UTF-8 text ({exc.reason} at byte {exc.start}); "

@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
@@ -45,13 +47,35 @@ def _item_columns() -> tuple[frozenset[str], frozenset[str]]:
 
 def read_text(path: Path) -> str:
     """UTF-8 with or without BOM (UTF-16 when a UTF-16 BOM says so); CRLF and CR normalised to LF.
-    Anything else raises UnicodeDecodeError, which callers turn into a quarantine row."""
-    data = path.read_bytes()
+    Anything else raises UnicodeDecodeError, which callers turn into a quarantine row. A file
+    rewritten while it is read (a torn read) raises SourceError: its rows are not the file's."""
+    data = read_whole(path)
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         text = data.decode("utf-16")
     else:
         text = data.decode("utf-8-sig")
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_whole(path: Path) -> bytes:
+    """The file's bytes, checked against its size and modification time before and after the
+    read: a file changed meanwhile (being rewritten, copied in, truncated) raises SourceError,
+    one line, so the step fails instead of going on with part of it (or nothing)."""
+    from pipeline.sources.accounting import SourceError  # accounting imports this module
+
+    with open(path, "rb") as f:
+        before = os.fstat(f.fileno())
+        data = _read(f)
+        after = os.fstat(f.fileno())
+    seen = (before.st_size, before.st_mtime_ns), (after.st_size, after.st_mtime_ns)
+    if stat.S_ISREG(before.st_mode) and (seen[0] != seen[1] or len(data) != before.st_size):
+        raise SourceError(f"{path} changed while it was read ({before.st_size:,} bytes when opened, "
+                          f"{len(data):,} read, {after.st_size:,} now); run again once it is written")
+    return data
+
+
+def _read(f) -> bytes:
+    return f.read()
 
 
 def read_lines(path: Path) -> list[str]:
