@@ -44,13 +44,20 @@ def _wenmind(extra: str = "", path: str = str(WENMIND)) -> str:
     return _source("wenmind", f"path: '{path}', version: s1{extra}")
 
 
+def _corpora(extra: str = "", path: str = "['{dir}/data.jsonl']", fields: str | None = "[text]") -> str:
+    """corpora.yaml with one corpus `web` (`{dir}`: the case's folder, corpora_file)."""
+    return f"corpora:\n  web: {{paths: {path}{f', fields: {fields}' if fields else ''}, version: 1{extra}}}\n"
+
+
+BASELINE = "    engine: baseline\n    strategy: oracle\n"
 URL = "url: http://127.0.0.1:9/x.json"
 SHA = "0123456789abcdef" * 4
 
-# (name, what is broken: sources | models | args | corrections | env | cache, its text (str or
-# bytes; args: a list; corrections: file name -> bytes; env: variable -> value, `{file}` a file made
-# for the case; cache: the response cache's bytes), [what each problem line must name: a key, or a
-# tuple of fragments that must all be in the line])
+# (name, what is broken: sources | models | args | corrections | env | cache | corpora, its text (str
+# or bytes; args: a list; corrections: file name -> bytes; env: variable -> value, `{file}` a file
+# made for the case; cache: the response cache's bytes; corpora: corpora.yaml, `{dir}` its folder,
+# see corpora_file), [what each problem line must name: a key, or a tuple of fragments that must
+# all be in the line])
 CASES = [
     # -- sources.yaml: the file and its keys
     ("benchmarks_list", "sources", "benchmarks:\n  - wenmind\n", ["benchmarks"]),
@@ -301,6 +308,148 @@ CASES = [
     ("benchmark_not_configured", "args", ["--benchmark", "aceval"], [("benchmark aceval is not configured",)]),
     ("model_unknown", "args", ["--model", "nobody"], [("unknown models ['nobody']", "configured: oracle")]),
     ("limit_zero", "args", ["--limit", "0"], [("--limit", "expected a positive whole number, got '0'")]),
+    # -- grown: corpora.yaml (`wenheng run` checks it before any stage), and more of each file
+    ("corpora_unknown_protocol", "corpora", _corpora(path="['foo://x/a.jsonl']"),
+     [('corpora.web: paths: foo://x/a.jsonl', "unknown protocol 'foo'")]),
+    ("corpora_s3_without_s3fs", "corpora", _corpora(path="['s3://bucket/a.jsonl']"),
+     [('corpora.web: paths: s3://bucket/a.jsonl', 'needs a package that is not installed', 's3fs')]),
+    ("corpora_gcs_without_gcsfs", "corpora", _corpora(path="['gs://bucket/a.jsonl']"),
+     [('corpora.web: paths: gs://bucket/a.jsonl', 'needs a package that is not installed', 'gcsfs')]),
+    ("corpora_symlink_loop", "corpora", _corpora(path="['{dir}/loop/a.jsonl']"),
+     [('corpora.web: paths:', 'loop/a.jsonl cannot be resolved (a symlink loop)')]),
+    ("corpora_symlink_loop_file", "corpora", _corpora(path="['{dir}/loop.jsonl']"),
+     [('corpora.web: paths:', 'loop.jsonl cannot be resolved (a symlink loop)')]),
+    ("corpora_path_missing", "corpora", _corpora(path="['{dir}/nowhere.jsonl']"),
+     [('corpora.web: paths:', 'nowhere.jsonl does not exist')]),
+    ("corpora_glob_matches_nothing", "corpora", _corpora(path="['{dir}/*.parquet']"),
+     [('corpora.web: paths:', '*.parquet does not exist (or the glob matches no file)')]),
+    ("corpora_paths_empty", "corpora", _corpora(path="[]"), [('corpora.web.paths', 'at least 1 item', '(got [])')]),
+    ("corpora_paths_number", "corpora", _corpora(path="42"), [('corpora.web.paths', '(got 42)')]),
+    ("corpora_unknown_key", "corpora", _corpora(", feilds: [text]"), [('corpora.web.feilds', 'unknown key')]),
+    ("corpora_bad_format", "corpora", _corpora(", format: csv"), [('corpora.web.format', "(got 'csv')")]),
+    ("corpora_ngram_too_small", "corpora", _corpora(", ngram: 4"),
+     [('corpora.web.ngram', 'greater than or equal to 5', '(got 4)')]),
+    ("corpora_ngram_too_large", "corpora", _corpora(", ngram: 65"),
+     [('corpora.web.ngram', 'less than or equal to 64', '(got 65)')]),
+    ("corpora_ngram_float", "corpora", _corpora(", ngram: 7.5"), [('corpora.web.ngram', '(got 7.5)')]),
+    ("corpora_threshold_zero", "corpora", _corpora(", threshold: 0"),
+     [('corpora.web.threshold', 'greater than 0', '(got 0)')]),
+    ("corpora_threshold_above_one", "corpora", _corpora(", threshold: 2"),
+     [('corpora.web.threshold', 'less than or equal to 1', '(got 2)')]),
+    ("corpora_unknown_engine", "corpora", _corpora(", engine: spark"),
+     [('corpora.web.engine', "'local' or 'ray'", "(got 'spark')")]),
+    ("corpora_reference_maybe", "corpora", _corpora(", reference: maybe"),
+     [('corpora.web.reference', "(got 'maybe')")]),
+    ("corpora_id_field_list", "corpora", _corpora(", id_field: [a, b]"),
+     [('corpora.web.id_field', "(got ['a', 'b'])")]),
+    ("corpora_fields_missing", "corpora", _corpora(fields=None),
+     [('corpora.web: fields:', 'name the key(s) that hold the text')]),
+    ("corpora_version_missing", "corpora", _corpora().replace(", version: 1", ""),
+     [('corpora.web.version', 'required')]),
+    ("corpora_bad_name", "corpora", _corpora().replace("web:", "'my web':"),
+     [('corpora.my web', 'the name may hold letters', "(got 'my web')")]),
+    ("corpora_format_unknowable", "corpora", _corpora(path="['{dir}/data.dat']"),
+     [('corpora.web: format:', '.dat is none of')]),
+    ("corpora_not_mapping", "corpora", "corpora: [web]\n", [('corpora:', "(got ['web'])")]),
+    ("corpora_entry_not_mapping", "corpora", "corpora:\n  web: '{dir}/data.jsonl'\n",
+     [('corpora.web:', 'valid dictionary')]),
+    ("corpora_top_unknown", "corpora", _corpora().replace("corpora:", "corpus:"),
+     [('corpus: unknown key',)]),
+    ("corpora_top_list", "corpora", "- web\n", [('top level', '(got list)')]),
+    ("corpora_bad_yaml", "corpora", "corpora:\n  web: {paths: [\n", [('not valid YAML at line 3',)]),
+    ("corpora_not_utf8", "corpora", "corpora:\n  web: {paths: [caf\xe9], version: 1}\n".encode("latin-1"),
+     [('not UTF-8 text',)]),
+    ("corpora_duplicate_name", "corpora", _corpora() + "  web: {paths: [x], version: 2}\n",
+     [("duplicate key 'web'",)]),
+    ("corpora_every_bad_key", "corpora", _corpora(", ngram: 3, threshold: -1, engine: spark"),
+     ['corpora.web.ngram', 'corpora.web.threshold', 'corpora.web.engine']),
+    ("corpora_two_broken", "corpora", _corpora(path="['foo://x']") + "  other: {paths: ['{dir}/no'], fields: [t], version: 1}\n",
+     [('corpora.web: paths: foo://x', 'unknown protocol'), ('corpora.other: paths:', 'does not exist')]),
+    ("corpora_ray_address_number", "corpora", _corpora(", ray_address: 7"), [('corpora.web.ray_address', '(got 7)')]),
+    ("corpora_license_list", "corpora", _corpora(", license: [a]"), [('corpora.web.license', "(got ['a'])")]),
+    ("corpora_fields_number", "corpora", _corpora(fields="3"),
+     [('corpora.web.fields', '(got 3)')]),
+    ("sources_empty_file", "sources", "", [('benchmarks', 'no benchmarks configured')]),
+    ("sources_null_benchmarks", "sources", "benchmarks: null\n", [('benchmarks', 'no benchmarks configured')]),
+    ("sources_benchmarks_string", "sources", "benchmarks: wenmind\n",
+     [('benchmarks', 'expected a mapping', "(got 'wenmind')")]),
+    ("sources_license_list", "sources", _wenmind(", license: [a, b]"),
+     [('benchmarks.wenmind.license', "(got ['a', 'b'])")]),
+    ("sources_quality_number", "sources", _wenmind(", quality: 3"),
+     [('benchmarks.wenmind', 'quality must be one of drop, keep', '(got 3)')]),
+    ("sources_duplicates_number", "sources", GOOD_SOURCES + "duplicates: 1\n",
+     [('duplicates must be one of flag, drop', '(got 1)')]),
+    ("dedup_seed_float", "sources", GOOD_SOURCES + "dedup: {seed: 1.5}\n", [('dedup.seed', '(got 1.5)')]),
+    ("dedup_threshold_text", "sources", GOOD_SOURCES + "dedup: {threshold: high}\n",
+     [('dedup.threshold', "(got 'high')")]),
+    ("dedup_num_perm_zero", "sources", GOOD_SOURCES + "dedup: {num_perm: 0}\n",
+     [('dedup.num_perm', '>= 2', '(got 0)')]),
+    ("dedup_ngram_zero", "sources", GOOD_SOURCES + "dedup: {ngram: 0}\n", [('dedup.ngram', '>= 1', '(got 0)')]),
+    ("dedup_list", "sources", GOOD_SOURCES + "dedup: [0.9]\n", [('dedup', 'expected a mapping', '(got [0.9])')]),
+    ("path_tilde_missing", "sources", _wenmind(path="~/wenheng-nowhere/WenMind.json"),
+     [('benchmarks.wenmind.path', 'wenheng-nowhere/WenMind.json does not exist')]),
+    ("url_sha256_short", "sources", _source("wenmind", f"{URL}, sha256: abc, version: s1"),
+     [('benchmarks.wenmind.sha256', '64 hex digits', "(got 'abc')")]),
+    ("url_sha256_not_hex", "sources", _source("wenmind", f"{URL}, sha256: {'z' * 64}, version: s1"),
+     [('benchmarks.wenmind.sha256', '64 hex digits')]),
+    ("url_empty", "sources", _source("wenmind", f"url: '', sha256: {SHA}, version: s1"),
+     [('benchmarks.wenmind.url', 'must start with http://', "(got '')")]),
+    ("url_max_bytes_negative", "sources", _source("wenmind", f"{URL}, sha256: {SHA}, max_bytes: -5"),
+     [('benchmarks.wenmind', 'max_bytes must be a size', '(got -5)')]),
+    ("allow_empty_number", "sources", _wenmind(", allow_empty: 2"),
+     [('benchmarks.wenmind.allow_empty', 'expected true or false', '(got 2)')]),
+    ("models_list", "models", "models: [oracle]\n", [('models', 'expected a mapping', "(got ['oracle'])")]),
+    ("models_null", "models", "models: null\n", [('models', 'at least one model', '(got None)')]),
+    ("model_entry_string", "models", "models:\n  m: baseline\n",
+     [('models.m', 'expected a mapping', "(got 'baseline')")]),
+    ("model_missing_engine", "models", _models("    strategy: oracle\n"), [('models.m.engine', 'missing')]),
+    ("model_unknown_engine", "models", _models("    engine: llamacpp\n    model: x\n"),
+     [('models.m', 'engine must be one of', "(got 'llamacpp')")]),
+    ("baseline_unknown_strategy", "models", _models("    engine: baseline\n    strategy: clever\n"),
+     [('models.m', 'baseline strategy must be one of', "'clever'")]),
+    ("baseline_strategy_number", "models", _models("    engine: baseline\n    strategy: 3\n"),
+     [('models.m.strategy', '(got 3)')]),
+    ("sampling_temperature_negative", "models", _models(BASELINE + "    sampling: {temperature: -1}\n"),
+     [('models.m.sampling.temperature', 'from 0 to 2', '(got -1)')]),
+    ("sampling_max_tokens_zero", "models", _models(BASELINE + "    sampling: {max_tokens: 0}\n"),
+     [('models.m.sampling.max_tokens', '>= 1', '(got 0)')]),
+    ("sampling_list", "models", _models(BASELINE + "    sampling: [1]\n"),
+     [('models.m.sampling', 'expected a mapping with some of', '(got [1])')]),
+    ("variants_string", "models", _models(BASELINE + "    variants: latin\n"),
+     [('models.m.variants', 'expected a list', "(got 'latin')")]),
+    ("openai_timeout_zero", "models", _models(OPENAI + "    timeout_s: 0\n"),
+     [('models.m.timeout_s', '> 0', '(got 0)')]),
+    ("openai_concurrency_zero", "models", _models(OPENAI + "    concurrency: 0\n"),
+     [('models.m.concurrency', '>= 1', '(got 0)')]),
+    ("openai_concurrency_text", "models", _models(OPENAI + "    concurrency: many\n"),
+     [('models.m.concurrency', "(got 'many')")]),
+    ("openai_extra_body_string", "models", _models(OPENAI + "    extra_body: '{}'\n"),
+     [('models.m.extra_body', 'a mapping', "(got '{}')")]),
+    ("openai_base_url_ftp", "models", _models(OPENAI.replace("http://127.0.0.1:9/v1", "ftp://127.0.0.1/v1")),
+     [('models.m.base_url', 'http://', "(got 'ftp://127.0.0.1/v1')")]),
+    ("vllm_model_empty", "models", _models("    engine: vllm\n    model: ''\n"), [('models.m.model', 'not empty')]),
+    ("vllm_tensor_parallel_float", "models", _models("    engine: vllm\n    model: x\n    tensor_parallel_size: 1.5\n"),
+     [('models.m.tensor_parallel_size', '(got 1.5)')]),
+    ("judge_prompts_unknown", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, prompts: nosuch}\n",
+     [('judges.wenmind.prompts', 'expected wenheng, official', "(got 'nosuch')")]),
+    ("judge_entry_string", "models", JUDGE_MODELS + "judges:\n  wenmind: j\n",
+     [('judges.wenmind', 'expected a mapping', "(got 'j')")]),
+    ("judge_max_tokens_zero", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, max_tokens: 0}\n",
+     [('judges.wenmind.max_tokens', '>= 1', '(got 0)')]),
+    ("judge_reliability_unknown_key", "models", JUDGE_MODELS + "judges:\n  wenmind: {model: j, reliability: {again: 2}}\n",
+     [('judges.wenmind.reliability.again', 'unknown key')]),
+    ("models_bad_yaml", "models", "models:\n  m: {engine: baseline\n", [('not valid YAML at line 3',)]),
+    ("models_top_list", "models", "- oracle\n", [('top level', '(got list)')]),
+    ("limit_negative", "args", ["--limit", "-1"], [('--limit', "got '-1'")]),
+    ("limit_text", "args", ["--limit", "abc"], [('--limit', "got 'abc'")]),
+    ("model_two_unknown", "args", ["--model", "a", "--model", "b"],
+     [("unknown models ['a', 'b']", 'configured: oracle')]),
+    ("corrections_yaml_broken", "corrections", {"fix.yaml": b"benchmark: [wenmind\n"},
+     [('fix.yaml', 'not valid YAML')]),
+    ("corrections_unknown_benchmark", "corrections", {"fix.yaml": b"benchmark: nosuch\ncorrections: []\n"},
+     [('fix.yaml', "benchmark 'nosuch' is not one of")]),
+    ("corrections_csv_missing_column", "corrections", {"fix.csv": b"item_id,field,old,new\nwenmind/test/t/1,answer,A,B\n"},
+     [('fix.csv', "missing columns ['reason', 'date']")]),
 ]
 
 
@@ -361,11 +510,26 @@ def case_environment(broken: str, text, work: Path) -> dict[str, str]:
         (work / "cache").mkdir(exist_ok=True)
         (work / "cache" / "responses.sqlite").write_bytes(text)
         return {"WENHENG_CACHE": str(work / "cache")}
+    if broken == "corpora":
+        return {"WENHENG_CORPORA": str(corpora_file(text, work))}
     return {}
 
 
+def corpora_file(text, work: Path) -> Path:
+    """A corpora case's file, `{dir}` in it the folder beside it: a corpus file (data.jsonl), one
+    whose format cannot be told (data.dat) and symlink loops (loop.jsonl, loop/)."""
+    (work / "data.jsonl").write_text('{"text": "北冥有鱼，其名为鲲。"}\n', encoding="utf-8")
+    (work / "data.dat").write_text("北冥有鱼\n", encoding="utf-8")
+    for loop in ("loop.jsonl", "loop"):
+        if not (work / loop).is_symlink():
+            (work / loop).symlink_to(work / loop)
+    content = text if isinstance(text, bytes) else text.replace("{dir}", str(work)).encode("utf-8")
+    (work / "corpora.yaml").write_bytes(content)
+    return work / "corpora.yaml"
+
+
 def test_the_corpus_is_large_and_names_every_case_once():
-    assert len(CASES) >= 60
+    assert len(CASES) >= 200
     assert len({c[0] for c in CASES}) == len(CASES)
 
 
