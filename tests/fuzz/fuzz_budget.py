@@ -6,9 +6,13 @@ there and replayed by every later run until it passes. With CI=true the database
 CI run replays, never writes into the checkout); elsewhere a new failure is written to it, to be
 committed beside its fix (and pinned with @example where it reads well as one).
 
-Determinism: Hypothesis's `derandomize=True` implies no database, so `ci` does not use it; every
-test gets a fixed seed instead (@seed(SEED)), which keeps the database and still tries the same
-generated examples on every run.
+Determinism. Hypothesis's `derandomize=True` and `@seed` both turn the database off, so neither is
+used. Instead `seeded` (an autouse fixture each fuzz module imports) seeds the random generator
+Hypothesis draws a test's seed from, per test id, before the test: every run tries the same
+generated examples, after those of the database. (It sets `hypothesis.core.threadlocal`'s
+generator, which Hypothesis reads when no seed is given; should a Hypothesis release move it, the
+fixture does nothing and the examples are random again, the database still replayed.) Under
+`big` the examples are random.
 
 `big`: WENHENG_FUZZ_EXAMPLES random examples per test (default 10,000), same database.
 
@@ -18,10 +22,13 @@ generated examples on every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import random
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hypothesis import HealthCheck, seed, settings
+import pytest
+from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -35,7 +42,6 @@ def database() -> ExampleDatabase:
     return ReadOnlyDatabase(saved) if os.environ.get("CI", "").lower() in ("1", "true", "yes") else saved
 
 
-SEED = 20260101
 BIG = bool(os.environ.get("WENHENG_FUZZ_EXAMPLES"))
 settings.register_profile("ci", max_examples=200, database=database(), deadline=None,
                           suppress_health_check=HEALTH, print_blob=True)
@@ -46,13 +52,19 @@ PROFILE = settings.get_profile("big" if BIG else "ci")
 
 def budget(n: int | None = None) -> Callable:
     """A decorator (over @given): the profile, with at most `n` examples under `ci` (a test whose
-    example costs more, a file on disk); `ci` seeds the test, `big` draws at random."""
-    chosen = PROFILE if BIG or n is None else settings(PROFILE, max_examples=n)
-
-    def apply(test: Callable) -> Callable:
-        test = chosen(test)
-        return test if BIG else seed(SEED)(test)
-    return apply
+    example costs more, a file on disk)."""
+    return PROFILE if BIG or n is None else settings(PROFILE, max_examples=n)
 
 
 FUZZ = budget()
+
+
+@pytest.fixture(autouse=True)
+def seeded(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The same generated examples on every `ci` run of a test (see the module's docstring)."""
+    import hypothesis.core
+
+    local = getattr(hypothesis.core, "threadlocal", None)
+    if not BIG and local is not None and hasattr(local, "_hypothesis_global_random"):
+        local._hypothesis_global_random = random.Random(zlib.crc32(request.node.nodeid.encode()))
+    yield

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from fuzz_budget import budget
+from fuzz_budget import budget, seeded  # noqa: F401 - seeded: the autouse fixture
 from hypothesis import example, given
 from hypothesis import strategies as st
 

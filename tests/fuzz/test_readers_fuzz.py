@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import ROOT
-from fuzz_budget import budget
+from fuzz_budget import budget, seeded  # noqa: F401 - seeded: the autouse fixture
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from fuzz_budget import FUZZ
+from fuzz_budget import FUZZ, seeded  # noqa: F401 - seeded: the autouse fixture
 from hypothesis import example, given
 from hypothesis import strategies as st
 
