@@ -1,8 +1,8 @@
 """Broken configuration stops `wenheng run` before any stage: exit code 2, one line per problem on
 stderr naming the file, the key and the value with what is expected, never a traceback.
 
-CASES is the bad-config corpus: a broken sources.yaml or models.yaml (beside a good other file),
-or a bad command line (`args`). config_corpus.py (beside this file) runs it against any checkout, as
+CASES is the bad-config corpus: a broken sources.yaml, models.yaml or corpora.yaml (beside good
+other files), correction files, variables, the response cache, or a bad command line (`args`). config_corpus.py (beside this file) runs it against any checkout, as
 subprocesses, and counts clean one-line errors, tracebacks and configurations silently accepted
 (a stage started or exit 0)."""
 
@@ -308,6 +308,13 @@ CASES = [
     ("benchmark_not_configured", "args", ["--benchmark", "aceval"], [("benchmark aceval is not configured",)]),
     ("model_unknown", "args", ["--model", "nobody"], [("unknown models ['nobody']", "configured: oracle")]),
     ("limit_zero", "args", ["--limit", "0"], [("--limit", "expected a positive whole number, got '0'")]),
+    # -- a key holding a line break (a carriage return, U+2028): shown escaped, the problem stays one line
+    ("models_key_with_line_break", "models", 'models:\n  "m\\r": {engine: baseline, strategy: oracle}\n',
+     [("models.m\\r:", "expected a name of letters", "(got 'm\\r')")]),
+    ("corpora_name_with_line_break", "corpora", _corpora().replace("web:", '"we\\u2028b":'),
+     [("corpora.we\\u2028b:", "the name may hold letters")]),
+    ("sources_key_with_line_break", "sources", 'benchmarks:\n  "wen\\nmind": {path: x, version: 1}\n',
+     [("benchmarks.wen\\nmind:", "unknown benchmark")]),
     # -- grown: corpora.yaml (`wenheng run` checks it before any stage), and more of each file
     ("corpora_unknown_protocol", "corpora", _corpora(path="['foo://x/a.jsonl']"),
      [('corpora.web: paths: foo://x/a.jsonl', "unknown protocol 'foo'")]),
