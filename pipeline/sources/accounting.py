@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pipeline.sources.errors import SourceError
 from pipeline.sources.text import item_problem, raw_text, safe_text, text_problem
 
 MERGED_ROWS = "merged_rows"  # in an item's metadata: the other raw rows this item was made from
@@ -34,12 +35,6 @@ MAX_REASON_CHARS = 1_000    # a quarantine reason is cut here (the row in `raw`:
 
 class BadRow(ValueError):
     """Raised by a row reader: the row is quarantined with this message as its reason."""
-
-
-class SourceError(ValueError):
-    """The configured source as a whole cannot be used (its path is not the benchmark's layout, a
-    side file such as AC-EVAL's subject_mapping.json is broken, it yields no rows): never a
-    quarantine row, the benchmark's ingestion fails with this one line."""
 
 
 class FileUnreadable(ValueError):

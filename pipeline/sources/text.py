@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.rows import JSON_COLUMNS
+from pipeline.sources.errors import SourceError
 
 # Limits on a row's text, checked for every raw row (pipeline/sources/README.md, "Rules").
 MAX_FIELD_CHARS = 100_000   # characters per text field: the longest real field is ~3,100
@@ -61,8 +62,6 @@ def read_whole(path: Path) -> bytes:
     """The file's bytes, checked against its size and modification time before and after the
     read: a file changed meanwhile (being rewritten, copied in, truncated) raises SourceError,
     one line, so the step fails instead of going on with part of it (or nothing)."""
-    from pipeline.sources.accounting import SourceError  # accounting imports this module
-
     with open(path, "rb") as f:
         before = os.fstat(f.fileno())
         data = _read(f)
