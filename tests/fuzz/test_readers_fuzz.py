@@ -10,6 +10,9 @@ and a reason; the rows of every file are accounted for (no parser stopped part-w
 `guarded_file` would report as `incomplete`); everything can be stored (schema.RAW_ROWS). The
 only exception allowed is the source's own one-line SourceError (a broken side file, no rows).
 
+The JSON-array reader (pipeline/sources/json_array.py) on its own: any bytes give rows (a value,
+or a bad row with its reason), or the file's one FileUnreadable / UnicodeDecodeError.
+
 Corpus readers. Any bytes as a jsonl, txt, json or parquet corpus file: the scan gives matches and
 counts that add up (rows, bad rows, documents), or the file's one ShardError, nothing else.
 
@@ -41,8 +44,9 @@ from pipeline.contamination.index import Lookup
 from pipeline.contamination.ngrams import keyed
 from pipeline.contamination.reading import Reading, scan_bytes
 from pipeline.contamination.scan import MATCHES, Documents, FileStats, ShardError, parse_parquet_batch
-from pipeline.sources.accounting import SourceError, rows_accounted
+from pipeline.sources.accounting import FileUnreadable, SourceError, rows_accounted
 from pipeline.sources.ingest import parse_source
+from pipeline.sources.json_array import read_json_array
 
 SAMPLES = ROOT / "data" / "samples"
 
@@ -199,6 +203,26 @@ def test_a_benchmark_file_of_any_content_gives_items_or_quarantine_rows(layouts,
         check_parse(SourceSpec(name, layouts[name], "fuzz"))
     finally:
         target.write_bytes(original)
+
+
+@example(b"[" + b"[" * 5000 + b"]" * 5000 + b", 1]")   # an element nested past the recursion limit: one bad row
+@budget(100)
+@given(data=st.one_of(json_file(), st.binary(max_size=300), TEXT_BYTES))
+def test_a_json_array_file_is_rows_or_one_file_error(tmp_path_factory, data):
+    """pipeline/sources/json_array.py: each element a value or a bad row with its reason; a file
+    that is no array at all is FileUnreadable, one that is not UTF-8 UnicodeDecodeError (both one
+    quarantine row of the file, guarded_file)."""
+    path = tmp_path_factory.getbasetemp() / "array.json"   # rewritten by each example
+    path.write_bytes(data)
+    try:
+        rows = read_json_array(path)
+    except FileUnreadable as exc:
+        assert str(exc) and "\n" not in str(exc), str(exc)
+        return
+    except UnicodeDecodeError:
+        return
+    for value, reason, text in rows:
+        assert (reason is None and text is None) or (value is None and reason and isinstance(text, str))
 
 
 # --- corpus readers -----------------------------------------------------------------------------
