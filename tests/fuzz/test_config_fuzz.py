@@ -104,7 +104,7 @@ def write(folder: Path, name: str, data: bytes) -> Path:
 @example(b"benchmarks:\n  wenmind: {path: '.', version: [1]}\n")
 @example(b"? [a, b]\n: 1\n")
 @example(b"\xff\xfe")
-@budget(100)
+@budget(80)
 @given(data=yaml_bytes(SOURCES_FILE))
 def test_a_sources_file_loads_or_is_refused_in_lines(data):
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,7 +119,7 @@ def test_a_sources_file_loads_or_is_refused_in_lines(data):
 @example(b"models:\n  m: {engine: openai, model: x, timeout_s: .inf}\n")
 @example(b"judges: {wenmind: {model: m}}\nmodels:\n  m: {engine: baseline, strategy: oracle}\n")
 @example(b'models:\n  "m\\r": {engine: baseline, strategy: oracle, "\\x85": 1}\njudges: {"\\u2029": 1}\n')
-@budget(100)
+@budget(80)
 @given(data=yaml_bytes(MODELS_FILE))
 def test_a_models_file_loads_or_is_refused_in_lines(data):
     with tempfile.TemporaryDirectory() as tmp:
@@ -147,7 +147,7 @@ def test_both_files_load_or_are_refused_together(sources, models):
 @example(b"corpora:\n  c: {paths: [], version: 1}\n")
 @example(b"corpora: {'': {paths: x, version: 1}}\n")
 @example(b'corpora: {"a\\rb": {paths: [nowhere], version: 1}, "c\\u2028": 1}\n')
-@budget(100)
+@budget(80)
 @given(data=yaml_bytes(CORPORA_FILE))
 def test_a_corpora_file_loads_or_is_refused_in_lines(data):
     with tempfile.TemporaryDirectory() as tmp:

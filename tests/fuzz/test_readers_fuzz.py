@@ -188,7 +188,7 @@ def test_every_benchmark_has_sample_files_to_fuzz():
     assert all(sample_files(name) for name in benchmarks.names())
 
 
-@budget(40)
+@budget(30)
 @given(data=st.data())
 @example(data=None)   # the sample itself
 @pytest.mark.parametrize("name", sorted(benchmarks.names()))
@@ -206,7 +206,7 @@ def test_a_benchmark_file_of_any_content_gives_items_or_quarantine_rows(layouts,
 
 
 @example(b"[" + b"[" * 5000 + b"]" * 5000 + b", 1]")   # an element nested past the recursion limit: one bad row
-@budget(100)
+@budget(60)
 @given(data=st.one_of(json_file(), st.binary(max_size=300), TEXT_BYTES))
 def test_a_json_array_file_is_rows_or_one_file_error(tmp_path_factory, data):
     """pipeline/sources/json_array.py: each element a value or a bad row with its reason; a file
@@ -256,7 +256,7 @@ def _lines(data: bytes) -> list[str]:
     return [line for line in data.decode("utf-8", errors="replace").split("\n") if line.strip()]
 
 
-@budget(60)
+@budget(40)
 @given(data=st.data())
 @example(data=None)
 @pytest.mark.parametrize("fmt", ["jsonl", "txt", "json", "parquet"])
@@ -282,7 +282,7 @@ def test_a_corpus_file_of_any_bytes_is_scanned_or_one_shard_error(fmt, id_field,
 
 @example(b'{"a": ' * 5000 + b"1" + b"}" * 5000)   # nested past the recursion limit: a bad line, not a crash
 @example(b'[[[[' * 2000 + b"\n" + b'{"text": "' + PASSAGE.encode() + b'"}')
-@budget(60)
+@budget(40)
 @given(content=st.one_of(jsonl_file(), st.binary(max_size=400)))
 def test_jsonl_lines_are_counted_one_way(content):
     """Every line that is not blank is a row: a document, a bad row, or an object without text."""
