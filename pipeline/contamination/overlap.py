@@ -169,7 +169,8 @@ def per_document(index: ItemIndex, kind: np.ndarray, found: np.ndarray, field: n
     specific = kind[gram] == SPECIFIC
     input_specific = specific & (field[gram] == 0)
     frame = pd.DataFrame({"item": index.gram_item[gram], "doc": doc_code[row], "row": row,
-                          "part": np.where(input_specific, index.gram_piece[gram], -1),
+                          # the input part of a specific n-gram (NaN: not one, which nunique skips)
+                          "part": np.where(input_specific, index.gram_piece[gram], np.nan),
                           "offset": matches["offset"].to_numpy()[row], "input": field[gram] == 0,
                           "label": field[gram] == 1, "input_specific": specific & (field[gram] == 0),
                           "label_specific": specific & (field[gram] == 1), "specific": specific,
@@ -179,12 +180,7 @@ def per_document(index: ItemIndex, kind: np.ndarray, found: np.ndarray, field: n
         row=("row", "min"), input=("input", "sum"), label=("label", "sum"),
         input_specific=("input_specific", "sum"), label_specific=("label_specific", "sum"),
         specific=("specific", "sum"), first=("offset", "min"), last=("offset", "max"),
-        stem=("stem", "sum"), options=("options", "sum"), parts=("part", _parts)).reset_index()
-
-
-def _parts(part: Any) -> int:
-    """How many parts of the input hold the document's specific n-grams (-1: not one)."""
-    return len(set(part.tolist()) - {-1})
+        stem=("stem", "sum"), options=("options", "sum"), parts=("part", "nunique")).reset_index()
 
 
 def best_shares(index: ItemIndex, kind: np.ndarray, field: np.ndarray, per_doc: Any) -> dict[str, list]:
