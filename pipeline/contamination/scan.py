@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.scanner
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,7 +187,7 @@ def parse_lines(data: bytes, fmt: str, docs: Documents, stats: FileStats) -> tup
             continue
         stats.rows += 1
         try:
-            records.append(json.loads(line))
+            records.append(_line_value(line))
         except ValueError as exc:
             stats.bad_rows += 1
             stats.first_error = stats.first_error or f"a line is not JSON ({exc.msg})"
@@ -193,6 +195,24 @@ def parse_lines(data: bytes, fmt: str, docs: Documents, stats: FileStats) -> tup
             stats.bad_rows += 1
             stats.first_error = stats.first_error or "a line is JSON nested too deeply to read"
     return docs.extract(records, stats)
+
+
+_SCAN = json.scanner.make_scanner(json.JSONDecoder())   # the C scanner json.loads itself calls
+_SPACE = re.compile(r"[ \t\n\r]*")                       # JSON's whitespace, as json.loads skips it
+
+
+def _line_value(line: str) -> Any:
+    """json.loads(line), without its two Python calls around the C scanner per line (a fifth of a
+    scan's time on a corpus of short documents). Whatever the scanner does not take whole goes
+    to json.loads, for its own error."""
+    start = _SPACE.match(line).end()
+    try:
+        value, end = _SCAN(line, start)
+    except (StopIteration, ValueError):
+        return json.loads(line)
+    if _SPACE.match(line, end).end() != len(line):
+        return json.loads(line)
+    return value
 
 
 def parse_json(data: bytes, docs: Documents, stats: FileStats) -> tuple[list[str], list[str | None]]:
