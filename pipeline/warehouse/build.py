@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from pipeline import aggregate, history, schema
+from pipeline import aggregate, history, lake_health, schema
 from pipeline.benchmarks import cards
 from pipeline.warehouse import files, load, sqltext
 from pipeline.warehouse.contamination import CORPUS_TABLE, build_clean_paper_tables, corpora_of
@@ -171,6 +171,8 @@ def _open_build(db_path: Path, tmp: Path, layout: str, full: bool) -> tuple[duck
     """The database to build in, `tmp`, and whether the build is incremental: then it is a copy
     of the warehouse, which was built with this `layout` (the copy is checked, not the original:
     one open fewer, and the layout read is that of the rows copied); else a new file."""
+    if lake_health.warehouse_damage(db_path):
+        lake_health.set_aside(db_path)   # built whole below; the damaged file is kept to be examined
     try:
         if not full and db_path.is_file():
             shutil.copyfile(db_path, tmp)
