@@ -9,7 +9,7 @@ import dagster as dg
 
 from pipeline import paths
 from pipeline.config import ModelSpec, load_models
-from pipeline.engines.registry import build_engine
+from pipeline.engines.registry import build_engine, release_engines
 from pipeline.settings import settings
 
 if TYPE_CHECKING:
@@ -39,7 +39,10 @@ class ModelsResource(dg.ConfigurableResource):
 
         return open_cache(self.cache_dir or None)
 
-
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        # After the run (in-process executor) or each step (multiprocess): the engines it loaded
+        # are stopped, or their processes outlive it and keep the run's own process from exiting.
+        release_engines()
 
 
 class SourcesResource(dg.ConfigurableResource):

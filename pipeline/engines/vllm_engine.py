@@ -7,6 +7,7 @@ vllm is imported lazily, so loading the pipeline never needs it."""
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -25,13 +26,22 @@ BUNDLED = {"gemma3-270m"}
 def shutdown_engines() -> None:
     """Stop loaded engines' worker processes. Left to interpreter exit, multiprocessing's exit
     handler joins vLLM's engine process, which never ends by itself: the process would hang after
-    all work is done. Runs call this; an atexit hook registered at load time is the backstop."""
+    all work is done. A run's end calls this unless the runner keeps the engine for its next run
+    (pipeline.engines.registry), and `wenheng run` at its own end; an atexit hook registered at
+    load time is the backstop, but never runs in a multiprocessing child (the process of a run
+    the daemon launched, a multiprocess executor's step)."""
+    stopped = bool(_LOADED)
     while _LOADED:
         _, llm = _LOADED.popitem()
         try:
+            # the V1 engine-core client: SIGTERM to EngineCore (which stops its workers), SIGKILL
+            # past the timeout, then its sockets and threads closed
             llm.llm_engine.engine_core.shutdown(timeout=30)
         except Exception:  # already gone; nothing left to stop
             pass
+        del llm
+    if stopped:
+        gc.collect()   # the frontend's memory (tokenizer, renderer) freed now, not at a later collection
 
 
 
