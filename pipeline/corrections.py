@@ -177,7 +177,8 @@ def correct(items: Iterable[dict[str, Any]], path: Path, sources: Mapping[str, A
 
 
 def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[dict[str, Any]],
-                  corrected: Iterable[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+                  corrected: Iterable[dict[str, Any]] | None = None,
+                  previous_audit: Iterable[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Audit rows for what changed between the previous build of a source and this one, items
     matched by item_id: `changed_upstream`, one row per field (context, question, choices, answer,
     references) that differs; `removed_upstream`, one row per previous item no longer there;
@@ -187,7 +188,9 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
     `new_items` are the items as read from upstream; `corrected` (optional) the same items after
     corrections. The previous build holds corrected items, so a field counts as unchanged when its
     previous value equals either the upstream or the corrected value now: a correction applied to
-    both builds, or first applied in this one, is not an upstream change.
+    both builds, or first applied in this one, is not an upstream change; nor is one gone: with
+    `previous_audit` (the previous build's audit), a field that holds the upstream value the
+    previous build corrected is one `reverted` row (origin: the correction's file and entry).
 
     Items that carry their content and answer hashes (as built items do) are compared on those
     first: equal hashes mean that no compared field differs, so only changed items are compared
@@ -195,6 +198,9 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
     new_items = list(new_items)
     before = {item["item_id"]: item for item in previous_items}
     after = {item["item_id"]: item for item in (corrected if corrected is not None else new_items)}
+    # each field the previous build corrected -> its first correction, whose `old` was the upstream value
+    applied = {(row["item_id"], row["field"]): row for row in reversed(list(previous_audit or ()))
+               if row.get("status") == "applied"}
     now_ids = {item["item_id"] for item in new_items}
     was_version = next((item.get("source_version") for item in before.values()), None)
     now_version = next((item.get("source_version") for item in new_items), None)
@@ -203,20 +209,34 @@ def diff_versions(previous_items: Iterable[dict[str, Any]], new_items: Iterable[
         old = before.get(item["item_id"])
         if old is None:
             rows.append(_presence_row(item, "added_upstream", _origin(was_version, now_version)))
-            continue
-        if _same_hashes(old, item):
-            continue   # the same content and answer hashes: no compared field differs
-        origin = _origin(old.get("source_version"), item.get("source_version"))
-        fixed = after.get(item["item_id"], item)
-        for name in DIFF_FIELDS:
-            was, now = _value(old.get(name), name), _value(item.get(name), name)
-            if was != now and was != _value(fixed.get(name), name):
-                rows.append({"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": name,
-                             "old": _encode(was), "new": _encode(now), "reason": "changed between versions",
-                             "date": None, "status": "changed_upstream", "origin": origin})
+        elif not _same_hashes(old, item):   # equal hashes: no compared field differs
+            rows += _field_rows(old, item, after.get(item["item_id"], item), applied)
     for item_id, old in before.items():
         if item_id not in now_ids:
             rows.append(_presence_row(old, "removed_upstream", _origin(old.get("source_version"), now_version)))
+    return rows
+
+
+def _field_rows(old: Mapping[str, Any], item: Mapping[str, Any], fixed: Mapping[str, Any],
+                applied: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One item's rows: each compared field changed upstream, or whose earlier correction is gone."""
+    rows = []
+    for name in DIFF_FIELDS:
+        was, now, corrected = (_value(x.get(name), name) for x in (old, item, fixed))
+        if was == now or was == corrected:
+            continue
+        earlier = applied.get((item["item_id"], name))
+        if earlier is None or earlier["old"] != _encode(now):
+            status, reason, date, origin = "changed_upstream", "changed between versions", None, \
+                _origin(old.get("source_version"), item.get("source_version"))
+        elif corrected == now:   # upstream unchanged, the correction no longer applied
+            status, date, origin = "reverted", earlier.get("date"), earlier.get("origin")
+            reason = f"{earlier.get('reason')} [reverted: no longer applied, the item has its upstream value]"
+        else:
+            continue   # upstream unchanged, another correction of the field applied instead
+        rows.append({"item_id": item["item_id"], "benchmark": item.get("benchmark"), "field": name,
+                     "old": _encode(was), "new": _encode(now), "reason": reason, "date": date, "status": status,
+                     "origin": origin})
     return rows
 
 

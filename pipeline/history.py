@@ -6,7 +6,9 @@ A *snapshot* is one benchmark's items as built from one source version (the item
 with them (the hash of the applied corrections), so a correction is a new snapshot of the same
 version. At every warehouse publish, each benchmark's items, and each model's responses and
 scores on them, are recorded for their snapshot, unless the latest recording of that snapshot
-holds the same rows (a re-publish writes nothing). Nothing is ever overwritten or deleted.
+holds the same rows (a re-publish writes nothing; responses are compared without `created_at`
+and `latency_s`, so answers served again from the cache, as `--force` does, are not new rows).
+Nothing is ever overwritten or deleted.
 
 Storage: parquet files under the data directory (`data/history/`, or $WENHENG_HISTORY), beside
 the lake, not in the warehouse, so deleting or rebuilding the warehouse loses nothing:
@@ -47,6 +49,8 @@ from pipeline import schema
 # warehouse table -> schema (pipeline/schema.py): the lake table each records, with the history's columns
 TABLES: dict[str, pa.Schema] = schema.HISTORY_TABLES
 _RECORDED = {"item_history": "items", "response_history": "responses", "score_history": "scores"}
+# when and how fast an answer came, not what it is: left out of the comparison with the last recording
+_NOT_COMPARED = {"response_history": ("created_at", "latency_s")}
 UNVERSIONED = "unversioned"
 
 
@@ -125,13 +129,14 @@ def _record_models(con, history_dir: Path, table: str, snap: Snapshot, models: l
     whose latest recording differs in one more, split per model."""
     if not models:
         return []
-    source = _RECORDED[table]
-    chosen = "list_contains(?, t.model)"
-    query = (f"SELECT t.* FROM {source} t WHERE t.benchmark = ? AND {chosen} AND t.item_id IN "
-             f"(SELECT item_id FROM items WHERE {where})")
+    rows_of = (f"FROM {_RECORDED[table]} t WHERE t.benchmark = ? AND list_contains(?, t.model) AND t.item_id IN "
+               f"(SELECT item_id FROM items WHERE {where})")
+    query = f"SELECT t.* {rows_of}"
+    left_out = _NOT_COMPARED.get(table)
+    compared = f"SELECT t.* EXCLUDE ({', '.join(left_out)}) {rows_of}" if left_out else query
     bench = params[0]
     hashes = {m: (rows, schema.stable_hash([rows, str(total)])[:12]) for m, rows, total in con.execute(
-        f"SELECT model, count(*), coalesce(sum(hash(q)), 0) FROM ({query}) q GROUP BY model",
+        f"SELECT model, count(*), coalesce(sum(hash(q)), 0) FROM ({compared}) q GROUP BY model",
         [bench, models, *params]).fetchall()}
     todo: dict[str, tuple[Path, str]] = {}
     for model in models:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from pipeline.config import ModelSpec
 from pipeline.engines import Completion, Request
+from pipeline.engines.baseline import Pool, gold_pool, gold_use
 from pipeline.engines.cache import key_maker
 from pipeline.prompts import protocol, settings_for
-from pipeline.schema import OPTION_LETTERS
+from pipeline.schema import OPTION_LETTERS, records, stable_hash
 
 
 def prompts_for(prompts: pd.DataFrame, spec: ModelSpec, benchmark: str) -> pd.DataFrame:
@@ -34,10 +36,13 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
     model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
     key = key_maker(spec.name, identity)
+    rows = [row for row in prompts if row["benchmark"] == benchmark and row["variant"] in spec.variants
+            and row["setting"] in settings]
+    uses = gold_use(identity)
+    pools = {task: stable_hash(pool) for task, pool in open_pools(_asked(rows, items_by_id)).items()} \
+        if uses == "pool" else {}
     planned = []
-    for row in prompts:
-        if row["benchmark"] != benchmark or row["variant"] not in spec.variants or row["setting"] not in settings:
-            continue
+    for row in rows:
         item = items_by_id[row["item_id"]]
         # a protocol that fixes the temperature (CP-DUE: 0) wins over the model's default
         fixed = protocol_settings[row["setting"]].temperature
@@ -46,15 +51,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         # the protocol's budget (None: the benchmark sets none, up to the model's context), capped
         # by the model's own max_tokens; responses record it, so tables mark capped runs
         max_tokens = min((int(x) for x in (row["max_tokens"], cap) if x is not None), default=None)
-        meta = item["metadata"]
-        # several single-choice questions in one prompt (CP-DUE AU), answered one letter each
-        picks = len(meta.get("questions") or ()) or 1
-        n_options = len(item["choices"]) if item["choices"] is not None else 0
-        if picks > 1:
-            n_options = int(meta.get("options_per_question", 4))  # options inline, per question
-        elif not n_options and item["format"] in ("mcq_single", "mcq_multi"):
-            n_options = 4  # options inline in the question text
-        letters = tuple(OPTION_LETTERS[:n_options])
+        letters, labels, picks = answer_space(item)
         # constrained-choice settings decode only an option letter (structured outputs); not for
         # multiple answers or a sequence of letters
         constrain_to = (letters if row["setting"] in constrained and item["format"] != "mcq_multi" and picks == 1
@@ -62,14 +59,61 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         sampling = {"temperature": temperature, "max_tokens": max_tokens}
         if constrain_to:
             sampling["choice"] = list(constrain_to)
-        # an engine whose answer depends on the gold (the oracle) has it in its key
-        scope = {"gold": item["answer"]} if identity.get("reads_gold") else None
+        # what a baseline's answer reads of the golds is in its key: the oracle's gold; a random
+        # open answer's length and its task's pool
+        scope = None
+        if uses == "item":
+            scope = {"gold": item["answer"]}
+        elif uses == "pool" and not letters and not labels:
+            scope = {"gold_chars": len(item["answer"] or ""), "pool": pools[item.get("task") or ""]}
         planned.append((row, Request(
             cache_key=key(messages, sampling, scope),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
-            constrain_to=constrain_to, choices=letters, labels=tuple(meta.get("labels", ())), picks=picks,
+            constrain_to=constrain_to, choices=letters, labels=labels, picks=picks,
         )))
     return planned
+
+
+def answer_space(item: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """An item's option letters, its label texts, and how many answers its prompt asks for."""
+    meta = item["metadata"]
+    # several single-choice questions in one prompt (CP-DUE AU), answered one letter each
+    picks = len(meta.get("questions") or ()) or 1
+    n_options = len(item["choices"]) if item["choices"] is not None else 0
+    if picks > 1:
+        n_options = int(meta.get("options_per_question", 4))  # options inline, per question
+    elif not n_options and item["format"] in ("mcq_single", "mcq_multi"):
+        n_options = 4  # options inline in the question text
+    return tuple(OPTION_LETTERS[:n_options]), tuple(meta.get("labels", ())), picks
+
+
+def open_pools(items: Iterable[dict[str, Any]]) -> dict[str, Pool]:
+    """Per task, the characters of the golds of its open items (no letters, no labels), each item
+    once: what the random baseline draws an open answer from."""
+    golds: dict[str, list[str | None]] = {}
+    for item in items:
+        if _is_open(item):
+            golds.setdefault(item.get("task") or "", []).append(item["answer"])
+    return {task: gold_pool(answers) for task, answers in golds.items()}
+
+
+def open_golds(items_file: Path) -> str:
+    """A digest of every open item's task and gold in a lake items file: all the random baseline's
+    open answers read of the golds (the responses' fingerprint, pipeline.run_inputs)."""
+    columns = ["item_id", "task", "format", "choices", "answer", "metadata"]
+    items = records(pd.read_parquet(items_file, columns=columns))
+    return stable_hash(sorted([it["item_id"], it["task"], it["answer"]] for it in items if _is_open(it)))
+
+
+def _is_open(item: dict[str, Any]) -> bool:
+    """An item answered in free text, not by an option letter or a label."""
+    letters, labels, _ = answer_space(item)
+    return not letters and not labels
+
+
+def _asked(rows: Iterable[dict[str, Any]], items_by_id: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items the rows ask, each once."""
+    return [items_by_id[item_id] for item_id in dict.fromkeys(row["item_id"] for row in rows)]
 
 
 def give_golds(engine: Any, planned: list[tuple[dict[str, Any], Request]],
@@ -79,8 +123,10 @@ def give_golds(engine: Any, planned: list[tuple[dict[str, Any], Request]],
     never sees a gold."""
     use_golds = getattr(engine, "use_golds", None)
     if use_golds is not None:
+        pools = open_pools(_asked((row for row, _ in planned), items_by_id)) \
+            if gold_use(engine.identity()) == "pool" else None   # the pools the keys' digests are of
         use_golds({req.cache_key: items_by_id[row["item_id"]]["answer"] for row, req in planned},
-                  {req.cache_key: items_by_id[row["item_id"]].get("task") or "" for row, req in planned})
+                  {req.cache_key: items_by_id[row["item_id"]].get("task") or "" for row, req in planned}, pools)
     return engine
 
 

@@ -74,7 +74,9 @@ CORRECTIONS_AUDIT = pa.schema([
     ("new", _str),              # JSON-encoded value after
     ("reason", _str),
     ("date", _str),
-    ("status", _str),           # applied / stale (old no longer matches) / unknown_item / changed_upstream
+    ("status", _str),           # applied / stale (old no longer matches) / unknown_item / out_of_scope /
+                                # changed_upstream / removed_upstream / added_upstream / reverted (applied
+                                # by the previous build, no longer applied: the item has its upstream value)
     ("origin", _str),           # the corrections file, or "upstream <old version> -> <new version>"
 ])
 

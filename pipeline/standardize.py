@@ -56,6 +56,7 @@ def derive_all(items: list[dict[str, Any]], known_scripts: Mapping[str, str] | N
 def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
                 previous_items: list[dict[str, Any]] | None = None,
                 sources: Mapping[str, Any] | None = None,
+                previous_audit: list[dict[str, Any]] | None = None,
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """raw_items rows (of one benchmark partition, or of several) -> (items, quarantine, corrections audit).
 
@@ -63,8 +64,10 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
     to quarantine. `previous_items` (the items as last built: the whole table or one benchmark's
     part) are diffed against the new ones for every benchmark in `raw_rows` that has previous
     items: changed fields, removed and added items (pipeline.corrections.diff_versions); previous
-    items of benchmarks not in `raw_rows` are ignored. `sources` (benchmark -> SourceSpec) is
-    where corrections scoped to a `path` look; None reads the configured sources file if needed."""
+    items of benchmarks not in `raw_rows` are ignored. `previous_audit` (the corrections audit of
+    that build) tells a correction since removed from an upstream change (`reverted`). `sources`
+    (benchmark -> SourceSpec) is where corrections scoped to a `path` look; None reads the
+    configured sources file if needed."""
     readable = [{k: v for k, v in row.items() if k not in ("reason", "raw")} for row in raw_rows
                 if row["reason"] is None]
     known_scripts = {it["content_hash"]: it["script"] for it in previous_items or ()
@@ -81,7 +84,7 @@ def build_items(raw_rows: list[dict[str, Any]], corrections_dir: Path,
         before = [it for it in previous_items or () if it["benchmark"] == benchmark]
         if before:   # a benchmark built for the first time has nothing to diff against
             audit += diff_versions(before, [it for it in upstream if it["benchmark"] == benchmark],
-                                   [it for it in items if it["benchmark"] == benchmark])
+                                   [it for it in items if it["benchmark"] == benchmark], previous_audit)
     rejected = [{k: row[k] for k in QUARANTINE.names} for row in raw_rows if row["reason"] is not None]
     return items, rejected + quarantine, audit
 

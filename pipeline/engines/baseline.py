@@ -6,17 +6,37 @@ frequencies): a chance level for generation. Not the gold's own characters shuff
 pass length, rhyme-set and tone-count rules far above chance (couplet rules 2 times in 3).
 
 A request carries no gold: the planning code hands the golds over through `use_golds`
-(`pipeline.inference.give_golds`), the one hook a real engine does not have."""
+(`pipeline.inference.give_golds`), the one hook a real engine does not have. What an answer reads
+of the golds is in its cache key (`gold_use`): the oracle's item's gold; for a random open answer,
+the gold's length and a digest of its task's pool, so a new gold anywhere in the task is a new key."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.engines import Completion, Request
 
 STRATEGIES = ("oracle", "random")
+Pool = tuple[list[str], list[int]]
+
+
+def gold_use(identity: Mapping[str, Any]) -> str | None:
+    """What an engine's answers read of the golds, by its identity: "item" (the oracle: its item's
+    gold), "pool" (the random baseline: an open answer's length and its task's golds), or None."""
+    if identity.get("reads_gold"):
+        return "item"
+    if identity.get("engine") == "baseline" and "open_answers" in identity:
+        return "pool"
+    return None
+
+
+def gold_pool(golds: Iterable[str | None]) -> Pool:
+    """The characters of `golds` with their counts, in a fixed order ("?" when there are none)."""
+    ordered = sorted(Counter(ch for gold in golds if gold for ch in gold).items())
+    return ([c for c, _ in ordered], [n for _, n in ordered]) if ordered else (["?"], [1])
 
 
 class BaselineEngine:
@@ -26,7 +46,7 @@ class BaselineEngine:
         self.strategy, self.seed = strategy, seed
         self.golds: Mapping[str, str | None] | None = None
         self.tasks: Mapping[str, str] = {}
-        self._pools: dict[str, tuple[list[str], list[int]]] = {}
+        self._pools: dict[str, Pool] = {}
         self.prompts_received = 0  # lets tests prove the cache stops prompts from arriving
 
     def identity(self) -> dict[str, Any]:
@@ -36,14 +56,16 @@ class BaselineEngine:
         identity = {"engine": "baseline", "strategy": self.strategy, "seed": self.seed,
                     "reads_gold": self.strategy == "oracle"}
         if self.strategy == "random":   # open answers: characters of the task's golds (2: not the gold shuffled)
-            identity["open_answers"] = 2
+            identity["open_answers"] = 2   # so their keys hold the gold's length and the task's pool (gold_use)
         return identity
 
-    def use_golds(self, golds: Mapping[str, str | None], tasks: Mapping[str, str] | None = None) -> None:
-        """The gold answer behind each cache key this engine may be asked, and its item's task."""
+    def use_golds(self, golds: Mapping[str, str | None], tasks: Mapping[str, str] | None = None,
+                  pools: Mapping[str, Pool] | None = None) -> None:
+        """The gold answer behind each cache key this engine may be asked, its item's task and, per
+        task, the pool open answers are drawn from (by default: from the golds handed over)."""
         self.golds = golds
         self.tasks = tasks or {}
-        self._pools = {}
+        self._pools = dict(pools or {})
 
     def load(self) -> None:
         pass
@@ -79,15 +101,10 @@ class BaselineEngine:
         population, weights = self._pool(self.tasks.get(req.cache_key, ""))
         return "".join(rng.choices(population, weights, k=length))
 
-    def _pool(self, task: str) -> tuple[list[str], list[int]]:
+    def _pool(self, task: str) -> Pool:
         """The characters of the task's golds (of every gold handed over, for a request whose task is
-        not known) with their counts, in a fixed order."""
+        not known) with their counts, unless the planning code handed the pools over."""
         if task not in self._pools:
-            counts: dict[str, int] = {}
-            for key, gold in (self.golds or {}).items():
-                if gold and (not task or self.tasks.get(key, "") == task):
-                    for ch in gold:
-                        counts[ch] = counts.get(ch, 0) + 1
-            ordered = sorted(counts.items())
-            self._pools[task] = ([c for c, _ in ordered], [n for _, n in ordered]) if ordered else (["?"], [1])
+            self._pools[task] = gold_pool(gold for key, gold in (self.golds or {}).items()
+                                          if not task or self.tasks.get(key, "") == task)
         return self._pools[task]

@@ -316,6 +316,39 @@ def test_build_items_routes_every_raw_row(tmp_path):
         ("changed_upstream", "upstream v1 (same version label)"), ("added_upstream", "upstream v1 (same version label)")]
 
 
+def test_a_removed_correction_is_reverted_not_an_upstream_change(tmp_path):
+    """A correction the previous build applied and that is gone now: the item has its upstream
+    value again, which is no upstream change. An upstream edit of that field still is one."""
+    from pipeline.standardize import build_items
+
+    def raw(item_id, answer):
+        return {"item_id": item_id, "benchmark": "aceval", "source_version": "v1", "task": "t", "context": None,
+                "question": "问", "choices": ["甲", "乙", "丙"], "answer": answer, "references": [],
+                "metadata": "{}", "source_file": "f.csv", "source_locator": item_id, "reason": None, "raw": None}
+
+    fix = tmp_path / "fix.yaml"
+    fix.write_text("corrections:\n  - {item_id: aceval/dev/t/1, field: answer, old: A, new: B, reason: wrong key,"
+                   " date: 2026-11-22}\n", encoding="utf-8")
+    rows = [raw("aceval/dev/t/0", "A"), raw("aceval/dev/t/1", "A")]
+    items, _, audit = build_items(rows, tmp_path, None)
+    assert [(a["status"], a["origin"]) for a in audit] == [("applied", f"{fix.as_posix()}:1")]
+    fix.unlink()
+    reverted, _, after = build_items(rows, tmp_path, items, previous_audit=audit)
+    assert reverted[1]["answer"] == "A"
+    assert [(a["item_id"], a["field"], a["status"], a["old"], a["new"], a["origin"], a["date"]) for a in after] == [
+        ("aceval/dev/t/1", "answer", "reverted", '"B"', '"A"', f"{fix.as_posix()}:1", "2026-11-22")]
+    assert after[0]["reason"].startswith("wrong key [reverted: ")
+    to_frame(after, CORRECTIONS_AUDIT)
+    # upstream moved the reverted field too: that is an upstream change
+    _, _, moved = build_items([rows[0], raw("aceval/dev/t/1", "C")], tmp_path, items, previous_audit=audit)
+    assert [(a["status"], a["old"], a["new"]) for a in moved] == [("changed_upstream", '"B"', '"C"')]
+    # a correction edited in place (A -> C instead of A -> B): the applied row says it all
+    fix.write_text("corrections:\n  - {item_id: aceval/dev/t/1, field: answer, old: A, new: C, reason: wrong key,"
+                   " date: 2026-11-23}\n", encoding="utf-8")
+    _, _, edited = build_items(rows, tmp_path, items, previous_audit=audit)
+    assert [a["status"] for a in edited] == ["applied"]
+
+
 def test_build_items_finds_path_scopes_in_the_configured_sources(tmp_path, monkeypatch):
     """Without `sources`, a path-scoped correction is matched against the sources file in use."""
     from pipeline.standardize import build_items

@@ -5,6 +5,7 @@ version, the audit accumulates, and `diff` counts exactly what was changed."""
 
 from __future__ import annotations
 
+import datetime as dt
 import importlib.util
 import json
 
@@ -121,6 +122,27 @@ def test_a_republish_writes_nothing_and_history_survives_a_deleted_warehouse(lak
         assert after[name] == before[name], name
     assert all(after[name] for name in ("item_history", "response_history", "score_history"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["history", "lake", "warehouse.duckdb"]
+
+
+def test_answers_served_again_with_the_same_content_are_not_recorded_again(lake, tmp_path):
+    """`wenheng run --force` writes each responses partition again: the same answers from the cache,
+    stamped with a new created_at. A re-publish of the same answers writes nothing; a changed
+    answer is a new recording."""
+    db = tmp_path / "warehouse.duckdb"
+    publish(db, lake, paths.SQL_DIR)
+    path = lake / "responses" / "wenmind" / "m0.parquet"
+    for hour in (1, 2):
+        served = pq.read_table(path)
+        stamp = dt.datetime(2026, 7, 1, hour, tzinfo=dt.UTC)
+        pq.write_table(_replace(served, "created_at", range(len(served)), [stamp] * len(served)), path)
+        again = publish(db, lake, paths.SQL_DIR)
+        assert again.reloaded["responses"] == [(("benchmark", "wenmind"), ("model", "m0"))]
+        assert again.recorded == [], hour
+    served = pq.read_table(path)
+    pq.write_table(_replace(served, "text", [0], [served["text"][0].as_py() + "!"]), path)
+    (changed,) = publish(db, lake, paths.SQL_DIR).recorded
+    assert "response_history" in changed and len(history.files(tmp_path / "history", "response_history")) == \
+        len(BENCHES) * len(MODELS) + 1
 
 
 def test_a_warehouse_built_by_other_code_is_rebuilt_whole(lake, tmp_path):

@@ -112,3 +112,66 @@ def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     write_yaml(sources, "dedup: {threshold: 0.9}\n" + sources.read_text(encoding="utf-8"))
     summary, runs = _run()
     assert ("prepare", "aceval") in runs and "prepare [aceval]" not in summary.up_to_date
+
+
+def _random_wywmt(workdir, samples, monkeypatch) -> dict[str, str]:
+    """random's answers to the WYWEB translation samples at `samples`, built in `workdir`."""
+    monkeypatch.setenv("WENHENG_SOURCES", str(write_yaml(
+        workdir / "sources.yaml", f"benchmarks:\n  wyweb: {{path: {samples}, version: {samples.name}}}\n")))
+    assert run_pipeline(["wyweb"], ["random"], log=lambda _: None).ok
+    frame = pd.read_parquet(workdir / "lake" / "responses" / "wyweb" / "random.parquet")
+    return dict(zip(frame["item_id"], frame["text"]))
+
+
+def test_a_new_gold_of_an_open_item_gives_random_the_answers_of_a_build_from_scratch(workdir, monkeypatch):
+    """random draws an open answer from the characters of its task's golds: a release that edits
+    one translation's gold (no prompt changes) gives every translation of the task the answer a
+    build from scratch on that release gives."""
+    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
+    v1, v2 = workdir / "v1", workdir / "v2"
+    shutil.copytree(ROOT / "data" / "samples" / "wyweb" / "wywmt", v1 / "wywmt")
+    shutil.copytree(v1, v2)
+    lines = (v1 / "wywmt" / "dev.tsv").read_text(encoding="utf-8").splitlines()
+    lines[0] = lines[0].split("\t")[0] + "\t温习旧课，按时复习，岂不快乐？"
+    (v2 / "wywmt" / "dev.tsv").write_text("\n".join(lines), encoding="utf-8")
+    before = _random_wywmt(workdir, v1, monkeypatch)
+    incremental = _random_wywmt(workdir, v2, monkeypatch)
+    scratch_dir = workdir / "scratch"
+    for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
+                      ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
+        monkeypatch.setenv(name, str(scratch_dir / sub))
+    (scratch_dir / "dagster_home").mkdir(parents=True)
+    shutil.copy(workdir / "dagster_home" / "dagster.yaml", scratch_dir / "dagster_home" / "dagster.yaml")
+    scratch = _random_wywmt(scratch_dir, v2, monkeypatch)
+    assert len(scratch) == 4 and incremental == scratch
+    assert all(before[item_id] != text for item_id, text in scratch.items())   # the pool changed for each
+
+
+def test_forced_runs_record_nothing_new_in_the_history(built):
+    """`--force` runs every stage again: the same answers, from the cache, are no new recording."""
+    def recordings():
+        return sorted(p.relative_to(built / "history").as_posix() for p in (built / "history").rglob("*.parquet"))
+
+    first = recordings()
+    assert any(name.startswith("response_history/aceval/v1/random/") for name in first)
+    for _ in range(2):
+        summary = run_pipeline(["aceval"], ["random", "oracle"], log=lambda _: None, force=True)
+        assert summary.ok and summary.metadata("responses", "aceval|random")["prompts_sent"] == 0
+        assert recordings() == first
+
+
+def test_a_deleted_correction_is_audited_reverted_not_changed_upstream(built):
+    """The upstream file never changed: the item has its upstream answer again, and the audit says
+    the correction was reverted."""
+    upstream = pd.read_parquet(built / "lake" / "items" / "aceval.parquet").set_index("item_id")["answer"]
+    item_id = _correct(built, "answer", lambda old: "B" if old != "B" else "C")
+    _run()
+    (built / "corrections" / "answer.yaml").unlink()
+    _run()
+    with duckdb.connect(str(built / "warehouse.duckdb"), read_only=True) as con:
+        audit = con.execute("SELECT item_id, field, status, origin FROM corrections_audit").fetchall()
+        statuses = con.execute("SELECT status FROM audit_history WHERE item_id = ? ORDER BY recorded_at",
+                               [item_id]).fetchall()
+        answer = con.execute("SELECT answer FROM items WHERE item_id = ?", [item_id]).fetchone()[0]
+    assert audit == [(item_id, "answer", "reverted", f"{(built / 'corrections' / 'answer.yaml').as_posix()}:1")]
+    assert statuses == [("applied",), ("reverted",)] and answer == upstream[item_id]

@@ -126,3 +126,61 @@ def test_random_open_answers_are_task_characters_at_the_golds_length_not_the_gol
     again.use_golds(golds, tasks)
     assert [c.text for c in again.generate(requests)] == [answers[r.cache_key] for r in requests]   # seeded
     assert engine.identity()["open_answers"] == 2 and "open_answers" not in BaselineEngine("oracle").identity()
+
+
+def _translations(golds: list[str]) -> list[dict]:
+    return [{"item_id": f"wyweb/dev/wywmt/{i}", "benchmark": "wyweb", "split": "dev", "task": "wywmt",
+             "format": "translation", "question": "", "context": f"古文第{i}句。", "choices": [], "answer": gold,
+             "references": [], "domain": None, "source_locator": f"line {i}", "metadata": {}}
+            for i, gold in enumerate(golds)]
+
+
+def _random_texts(cache_path, items: list[dict]) -> dict[str, str]:
+    """The random baseline's answer per item, through plan and the response cache at `cache_path`."""
+    engine = BaselineEngine("random", seed=0)
+    items_by_id = {it["item_id"]: it for it in items}
+    planned = plan(ModelSpec("random", "baseline", {"strategy": "random", "seed": 0}), engine.identity(),
+                   "wyweb", _prompts(items), items_by_id)
+    with ResponseCache(cache_path) as cache:
+        found, _ = run_with_cache(give_golds(engine, planned, items_by_id), [r for _, r in planned], cache)
+    return {r["item_id"]: r["text"] for r in response_rows("random", planned, found)}
+
+
+def test_random_open_answers_built_incrementally_equal_a_build_from_scratch(tmp_path):
+    """An open answer is drawn from the characters of its task's golds: a new release that changes
+    one gold changes every answer of the task, so a build on the cache of the old release must give
+    what a build from scratch gives."""
+    before = _translations(["天下为公", "学而时习之", "温故而知新", "三人行必有我师"])
+    after = _translations(["天下为公", "学而时习之", "温故而知新", "己所不欲勿施于人"])
+    _random_texts(tmp_path / "incremental.sqlite", before)
+    incremental = _random_texts(tmp_path / "incremental.sqlite", after)
+    scratch = _random_texts(tmp_path / "scratch.sqlite", after)
+    assert incremental == scratch
+    pool = set("".join(it["answer"] for it in after))
+    assert all(len(scratch[it["item_id"]]) == len(it["answer"]) and set(scratch[it["item_id"]]) <= pool
+               for it in after)
+
+
+def test_only_the_golds_of_open_items_are_read_by_random(tmp_path):
+    """A letter is drawn from the prompt alone: a changed MCQ gold keeps random's key and its
+    responses' fingerprint (pipeline.run_inputs); a changed translation gold moves both."""
+    from pipeline.engines.baseline import gold_use
+    from pipeline.inference import open_golds
+    from pipeline.schema import ITEMS, to_frame
+
+    def digest_and_keys(items):
+        path = tmp_path / "items.parquet"
+        to_frame(items, ITEMS).to_parquet(path)
+        engine = BaselineEngine("random", seed=0)
+        spec = ModelSpec("random", "baseline", {"strategy": "random", "seed": 0})
+        keys = {row["item_id"]: req.cache_key for bench in ("aceval", "wyweb") for row, req in plan(
+            spec, engine.identity(), bench, _prompts(items), {it["item_id"]: it for it in items})}
+        return open_golds(path), keys
+
+    mcq, open_items = _items("aceval", "geography", "mcq_single", 4, 3), _translations(["天下为公", "学而时习之"])
+    digest, keys = digest_and_keys(mcq + open_items)
+    moved_mcq = [dict(mcq[0], answer="D" if mcq[0]["answer"] != "D" else "C"), *mcq[1:]]
+    assert digest_and_keys(moved_mcq + open_items) == (digest, keys)
+    new_digest, new_keys = digest_and_keys(mcq + [open_items[0], dict(open_items[1], answer="温故而知新")])
+    assert new_digest != digest and {k for k in keys if keys[k] != new_keys[k]} == {it["item_id"] for it in open_items}
+    assert gold_use(BaselineEngine("random").identity()) == "pool" and gold_use(BaselineEngine("oracle").identity()) == "item"
