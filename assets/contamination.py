@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from assets.items import built_partitions
-from assets.sources import content_version, eager_on_changed_data
+from assets.sources import content_version
 from pipeline import paths, progress
 from pipeline.groups import CORPORA
 from pipeline.settings import settings
@@ -39,17 +39,14 @@ corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
     outs={
         "corpus_overlap": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
-            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
             description="One row per benchmark item x corpus: what the corpus holds of the item's own "
                         "n-grams (specific) and of the passage it quotes (source), with evidence, and its "
                         "level: item_with_answer, item, source_only, clean or too_short."),
         "corpus_quarantine": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
-            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
             description="Corpus files that could not be read, with the reason; the others were scanned."),
         "corpus_reading": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
-            automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
             description="What the corpus's files held: documents read, bad lines skipped, empty files, "
                         "invalid UTF-8, the first bad line's reason."),
     },

@@ -6,7 +6,7 @@ import warnings
 
 import dagster as dg
 
-from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
+from assets.sources import benchmark_partitions, content_version, partition_check
 from pipeline.groups import EVALUATE
 from resources.engines import ModelsResource
 from resources.lake import Frame
@@ -18,19 +18,6 @@ with warnings.catch_warnings():   # a beta class in Dagster 1.13
     warnings.simplefilter("ignore", dg.BetaWarning)
     by_benchmark = dg.MultiToSingleDimensionPartitionMapping(partition_dimension_name="benchmark")
 ITEM_STAGE_INS = {"items": dg.AssetIn("items", partition_mapping=by_benchmark)}
-
-# Re-run a partition when its prompts or items change (their content, not a rebuild of the same
-# data); the response cache makes that cheap.
-follow_upstream = eager_on_changed_data()
-
-
-def after_responses(*ignored: str) -> dg.AutomationCondition:
-    """Eager, but not on `ignored` item-stage updates: those reach this asset through `responses`,
-    which re-runs first, so each partition is computed once per change, with the new responses
-    (reacting to `items` too would compute it once with the old responses, then again)."""
-    return dg.AutomationCondition.eager().replace(
-        "any_deps_updated", dg.AutomationCondition.any_deps_updated().ignore(dg.AssetSelection.assets(*ignored)))
-
 
 def _partition(context: dg.AssetExecutionContext) -> tuple[str, str]:
     keys = context.partition_key.keys_by_dimension
@@ -45,7 +32,7 @@ error_rate_check = partition_check(
 
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
-    kinds={"parquet"}, pool="inference", automation_condition=follow_upstream, output_required=False,
+    kinds={"parquet"}, pool="inference", output_required=False,
     check_specs=[error_rate_check],
     ins={**ITEM_STAGE_INS, "prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
 )
@@ -91,7 +78,7 @@ def max_error_rate() -> float:
 
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
-    kinds={"parquet"}, automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
+    kinds={"parquet"}, ins=ITEM_STAGE_INS,
 )
 def scores(context: dg.AssetExecutionContext, responses: Frame, items: Frame, judgements: Frame) -> dg.Output[Frame]:
     """Rule scores for each response (kind 'rule'): option extraction, label match,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.sources import benchmark_partitions, content_version, eager_on_changed_data, partition_check
+from assets.sources import benchmark_partitions, content_version, partition_check
 from pipeline import benchmarks, paths
 from pipeline.config import load_dedup_params, load_duplicate_policy, load_models, load_sources
 from pipeline.corrections import DIFF_FIELDS
@@ -37,6 +37,16 @@ def _previous_items(benchmark: str) -> list[dict] | None:
     return pq.read_table(file, columns=_DIFFED).to_pylist() if file.is_file() else None
 
 
+def _previous_audit(benchmark: str) -> list[dict] | None:
+    """This benchmark's corrections audit as last built: the corrections applied to its previous
+    items, so one since removed is `reverted`, not an upstream change; None before the first build."""
+    import pyarrow.parquet as pq
+
+    file = partition_file(paths.lake_dir(), "corrections_audit", benchmark)
+    columns = ["item_id", "field", "old", "reason", "date", "status", "origin"]
+    return pq.read_table(file, columns=columns).to_pylist() if file.is_file() else None
+
+
 # What build_items reads of the previous build: the compared fields, their hashes, versions and
 # places for the diff, and each text's script (known_scripts)
 _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash", "answer_hash", "script",
@@ -54,8 +64,9 @@ _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash
         "corrections_audit": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
             description="One row per correction (applied, stale, out_of_scope or unknown_item), per field "
-                        "that changed between two builds of the benchmark's source (changed_upstream) and "
-                        "per item removed or added (removed_upstream / added_upstream)."),
+                        "that changed between two builds of the benchmark's source (changed_upstream), per "
+                        "correction the previous build applied that is gone (reverted) and per item removed "
+                        "or added (removed_upstream / added_upstream)."),
     },
     # What each output is made from: items and quarantine from the raw rows; the audit from the
     # items (the corrections applied to them, and their diff against the previous build).
@@ -79,7 +90,8 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: Frame, sour
     # the configured sources: corrections scoped to a source path are matched against them
     specs = load_sources(sources.path())
     items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
-                                            _previous_items(benchmark), sources=specs)
+                                            _previous_items(benchmark), sources=specs,
+                                            previous_audit=_previous_audit(benchmark))
     spec = specs.get(benchmark)
     empty = all_quarantined(benchmark, items, quarantined, spec is not None and spec.allow_empty)
     if empty:   # the quarantine rows are kept (to read why), then the step fails with one line
@@ -208,9 +220,6 @@ def _built_partitions(asset: str, columns: list[str]) -> "list[pa.Table]":
     # every benchmark's items and signatures, read from the lake for the columns it compares (not
     # loaded whole through the IO manager); one not built yet (not configured, or not run) is absent
     deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures")],
-    # once after the item partitions a change rebuilds (not once per benchmark), and without
-    # waiting for benchmarks that were never built
-    automation_condition=eager_on_changed_data().without(~dg.AutomationCondition.any_deps_missing()),
 )
 def contamination(sources: SourcesResource) -> dg.Output[Frame]:
     """Duplicate pairs across benchmarks, from the stored signatures (`contamination_threshold`

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.evaluate import ITEM_STAGE_INS, _partition, after_responses, benchmark_x_model
+from assets.evaluate import ITEM_STAGE_INS, _partition, benchmark_x_model
 from assets.sources import partition_check
 from pipeline import paths
 from pipeline.config import JudgeSpec, load_judges
@@ -31,7 +31,7 @@ def _stats(stats: "JudgeStats") -> dict[str, int]:
 
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
-    kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
+    kinds={"parquet"}, pool="inference", ins=ITEM_STAGE_INS,
     check_specs=[partition_check("verdict_rate", "judgements", "share of judgeable responses with a readable verdict",
                                  partitions_def=benchmark_x_model)],
 )
@@ -64,7 +64,7 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
 
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
-    kinds={"parquet"}, pool="inference", automation_condition=after_responses("items"), ins=ITEM_STAGE_INS,
+    kinds={"parquet"}, pool="inference", ins=ITEM_STAGE_INS,
 )
 def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: Frame,
                       scores: Frame, responses: Frame, items: Frame):

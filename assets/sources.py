@@ -41,16 +41,6 @@ def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> 
     return dg.DataVersion(frame_digest(frame, columns))
 
 
-def eager_on_changed_data() -> dg.AutomationCondition:
-    """Eager, but a dependency counts as updated only when its data version changed: rebuilding a
-    benchmark whose files did not change requests nothing downstream of it."""
-    changed = (dg.AutomationCondition.data_version_changed()
-               & ~dg.AutomationCondition.executed_with_root_target()).with_label("data_changed_without_root")
-    deps_changed = dg.AutomationCondition.any_deps_match(
-        changed | dg.AutomationCondition.will_be_requested()).with_label("any_deps_changed")
-    return dg.AutomationCondition.eager().replace("any_deps_updated", deps_changed)
-
-
 @dg.asset(
     group_name=SOURCES, io_manager_key="lake", code_version="2", kinds={"python", "parquet"},
     partitions_def=benchmark_partitions,

@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.evaluate import after_responses
 from assets.judge import judge_reliability
 from pipeline import paths
 from pipeline.benchmarks import cards
@@ -20,18 +19,9 @@ if TYPE_CHECKING:
 
     from pipeline.benchmarks.benchmark_card import BenchmarkCard
 
-# The side reports change together with the items, whose changes reach the warehouse through
-# judge_reliability after the partitions re-run: reacting to them as well would publish once
-# with the old responses and again with the new ones. (A change that touches only a side report,
-# say a correction gone stale, is published by the next run that changes scores, or `wenheng run`.)
+# the side reports no other asset reads
 SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_overlap", "corpus_quarantine",
                 "corpus_reading")
-
-
-def after_evaluation() -> dg.AutomationCondition:
-    """Eager, except that a partition never built upstream (a model not run on some benchmark)
-    does not hold it back forever, and the side reports' updates are not waited on (above)."""
-    return after_responses(*SIDE_REPORTS).without(~dg.AutomationCondition.any_deps_missing())
 
 
 @dg.asset(
@@ -40,7 +30,6 @@ def after_evaluation() -> dg.AutomationCondition:
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
     # responses, judgements and scores all lead to, and the side reports no other asset reads.
     deps=[judge_reliability, *SIDE_REPORTS],
-    automation_condition=after_evaluation(),
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
                                    description="one rule score row per response row")],
 )
@@ -116,7 +105,6 @@ def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
 
 @dg.asset(
     group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, deps=[warehouse],
-    automation_condition=dg.AutomationCondition.eager(),
 )
 def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource) -> dg.MaterializeResult:
     """Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as
@@ -158,7 +146,7 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
 def paper_tables_asset(bench: "BenchmarkCard") -> dg.AssetsDefinition:
     @dg.asset(
         name=f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"},
-        deps=[warehouse], automation_condition=dg.AutomationCondition.eager(),
+        deps=[warehouse],
         description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
                     "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "
                     "coverage, and a bar chart per table (metadata `scores`).",

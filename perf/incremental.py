@@ -11,8 +11,8 @@ a model's. Then three changes, each rebuilt from a warm state, counting the endp
 
 Each change is rebuilt twice:
   cli         `wenheng run --benchmark wenmind` (pipeline.runner.run_pipeline with the changed benchmark)
-  automation  the definitions' own sensor and automation conditions, evaluated in this process tick
-              by tick (the sensor's run request, then every run the automation conditions request,
+  daemon      the definitions' own stale_sensor, evaluated in this process tick by tick (each tick's
+              run requests executed with their tags before the next tick, as the daemon launches them,
               until none is requested); it counts runs and `scores` materializations per partition,
               and leaves out the daemon's polling interval, which is configuration, not work.
 
@@ -104,61 +104,42 @@ def phases() -> str:
 QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
-def job_of(keys) -> str:
-    """The first job of pipeline/definitions.py that selects every asset of `keys`."""
-    from pipeline.definitions import job_assets
-
-    return next(job for job in ("prepare", "evaluate", "scan", "publish") if set(keys) <= job_assets(job))
-
-
-def automation_build(state: dict) -> tuple[float, int, Counter]:
-    """The source sensor's requests, then the automation conditions' requests tick by tick, each
-    executed before the next tick, as the daemon's runs would be, until a tick requests nothing.
-    Returns (seconds, runs, scores materializations per partition). `state` keeps the sensor's and
-    the automation's cursors between calls."""
+def daemon_build(state: dict) -> tuple[float, int, Counter]:
+    """The stale sensor's ticks, each tick's runs executed before the next, as the daemon's runs
+    would be, until a tick requests nothing (a run key is launched once, as the daemon does).
+    Returns (seconds, runs, scores materializations per partition). `state` keeps the run keys used."""
     import dagster as dg
 
     from pipeline.definitions import defs
 
     instance = dg.DagsterInstance.get()
+    used = state.setdefault("run keys", set())
     started, runs, scored = time.perf_counter(), 0, Counter()
-    with dg.build_sensor_context(instance=instance, cursor=state.get("sensor"), definitions=defs) as context:
-        result = defs.resolve_sensor_def("source_changes_sensor")(context)
-        state["sensor"] = context.cursor
-    requests = [] if result is None or isinstance(result, dg.SkipReason) else \
-        [result] if isinstance(result, dg.RunRequest) else list(result)
-    for request in requests:
-        runs += _execute(defs, instance, request.job_name or "prepare", request.partition_key,
-                         request.asset_selection, scored)
+    sensor = defs.resolve_sensor_def("stale_sensor")
     for _ in range(20):
-        tick = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=state.get("automation"))
-        state["automation"] = tick.cursor
-        by_partition: dict = {}
-        for key in defs.resolve_all_asset_keys():
-            for partition in tick.get_requested_partitions(key):
-                by_partition.setdefault(partition, set()).add(key)
-        if not by_partition:
+        result = sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        requests = [r for r in (result if isinstance(result, list) else []) if r.run_key not in used]
+        if not requests:
             break
-        for partition, keys in by_partition.items():
-            runs += _execute(defs, instance, job_of(keys), partition, list(keys), scored)
+        for request in requests:
+            used.add(request.run_key)
+            runs += _execute(defs, instance, request.job_name, request.partition_key, request.asset_selection,
+                             scored, request.tags)
     return time.perf_counter() - started, runs, scored
 
 
-def settle(state: dict) -> None:
-    """The sensor and the automation conditions see the current state (as they would have, polling
-    while the CLI built it): the next change is the only thing they react to."""
-    from pipeline import paths
-    from pipeline.benchmarks import names
-    from pipeline.sources.ingest import source_fingerprints
+def first_tick() -> int:
+    """The runs the daemon's first tick would launch now (after a `wenheng run`: none)."""
+    import dagster as dg
 
-    state["sensor"] = json.dumps(source_fingerprints(paths.sources_file(), paths.corrections_dir(), names()),
-                                  sort_keys=True)
-    _, runs, _ = automation_build(state)
-    if runs:
-        print(f"  (settling the automation ran {runs} runs)", file=sys.stderr)
+    from pipeline.definitions import defs
+
+    result = defs.resolve_sensor_def("stale_sensor")(
+        dg.build_sensor_context(instance=dg.DagsterInstance.get(), definitions=defs))
+    return len(result) if isinstance(result, list) else 0
 
 
-def _execute(defs, instance, job_name: str, partition, selection, scored: Counter) -> int:
+def _execute(defs, instance, job_name: str, partition, selection, scored: Counter, tags: dict) -> int:
     """One run, executed in this process as the daemon would launch it."""
     import dagster as dg
 
@@ -168,7 +149,7 @@ def _execute(defs, instance, job_name: str, partition, selection, scored: Counte
         partition = benchmark_x_model.get_partition_key_from_str(partition)
     result = defs.resolve_job_def(job_name).execute_in_process(
         instance=instance, partition_key=partition, asset_selection=list(selection) if selection else None,
-        run_config=QUIET, raise_on_error=False)
+        run_config=QUIET, raise_on_error=False, tags=tags)
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization
         if mat.asset_key == dg.AssetKey("scores"):
@@ -195,7 +176,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--changed", type=int, default=100, help="changed questions in the new release")
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (default: a temp folder)")
-    parser.add_argument("--no-automation", action="store_true", help="measure the CLI path only")
+    parser.add_argument("--no-daemon", action="store_true", help="measure the CLI path only")
     parser.add_argument("--repeat", type=int, default=1,
                         help="make each change this many times (to other items), to see the spread")
     args = parser.parse_args()
@@ -232,8 +213,8 @@ def main() -> int:
               f"{'ok' if ok else 'FAILED'}  <- the same inputs again: only what is out of date runs, every answer from "
               f"the cache ({phases()})")
         state: dict = {}
-        if not args.no_automation:
-            settle(state)   # the sensor and the automation learn where things stand
+        if not args.no_daemon:
+            print(f"daemon's first tick after it   {first_tick():6d} runs  <- the CLI's runs are the daemon's history")
 
         import duckdb
 
@@ -251,7 +232,7 @@ def main() -> int:
                 yaml.safe_dump({"corrections": [entry]}, allow_unicode=True), encoding="utf-8")
 
         # Each change is made twice per repeat, to different items (and a release on other questions):
-        # once rebuilt by the CLI (k even), once by the sensor and automation conditions (k odd).
+        # once rebuilt by the CLI (k even), once by the daemon's stale_sensor (k odd).
         q = 2 * args.repeat   # the question corrections' items follow the answer corrections' ones
         cases = [
             ("one answer correction", 0,
@@ -272,17 +253,23 @@ def main() -> int:
             print(f"{label:46s} {'cli':10s} {seconds:8.1f} {seconds / cold:8.1%} {seconds / full:8.1%} "
                   f"{calls(server) - before:6d} "
                   f"{expected:8d}  {'' if ok else 'FAILED'} ({phases()})")
-            if args.no_automation:
+            if args.no_daemon:
                 continue
-            settle(state)   # the CLI's runs are history for the automation, not work for it
+            tick = first_tick()   # the CLI's runs are history for the daemon, not work for it
             apply(2 * r + 1)
             before = calls(server)
-            seconds, runs, scored = automation_build(state)
+            seconds, runs, scored = daemon_build(state)
             twice = {p: n for p, n in scored.items() if n > 1}
-            print(f"{'':46s} {'automation':10s} {seconds:8.1f} {seconds / cold:8.1%} {seconds / full:8.1%} "
+            print(f"{'':46s} {'daemon':10s} {seconds:8.1f} {seconds / cold:8.1%} {seconds / full:8.1%} "
                   f"{calls(server) - before:6d} "
                   f"{expected:8d}  {runs} runs; scores partitions computed once: "
-                  f"{sum(1 for n in scored.values() if n == 1)}, twice or more: {len(twice)}")
+                  f"{sum(1 for n in scored.values() if n == 1)}, twice or more: {len(twice)}; the daemon's tick "
+                  f"after the CLI's rebuild: {tick} runs")
+        if not args.no_daemon:
+            before = calls(server)
+            seconds, ok = cli_build(BENCHMARKS)
+            print(f"\nwenheng run after the daemon's last runs: {seconds:.1f} s, {calls(server) - before} calls "
+                  f"({phases()})")
     print(f"\nload average at the end {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -4,7 +4,6 @@ Loaded by `dagster dev -w workspace.yaml` and by `wenheng run` alike."""
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 
@@ -14,7 +13,7 @@ from assets.contamination import corpora_partitions, corpus_overlap
 from assets.evaluate import models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
-from assets.sources import benchmark_partitions, raw_items
+from assets.sources import raw_items
 from assets.warehouse import leaderboard, paper_tables_assets, warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
@@ -62,7 +61,7 @@ def _unpartitioned(*groups: str) -> dg.AssetSelection:
 
 # Each job is its groups. A partitioned run materializes the job's assets partitioned as the job is
 # (`job_assets`): prepare's item stages per benchmark; contamination (across benchmarks,
-# unpartitioned) follows through its automation condition, or in the publish run of `wenheng run`.
+# unpartitioned) runs in the publish run, whoever launches it (pipeline/staleness.py).
 prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups(SOURCES, ITEMS),
     description="One benchmark: sources -> items -> dedup clusters -> script variants -> prompts; "
@@ -82,31 +81,10 @@ publish_job = dg.define_asset_job(
 
 
 def job_assets(name: str, partitioned: bool | None = None) -> set[dg.AssetKey]:
-    """The assets job `name` selects: its group selection, resolved on the asset graph.
-    partitioned=True: only those partitioned as the job is (what one partitioned run of it
-    materializes: prepare's item stages of one benchmark); False: only the others."""
-    job = defs.resolve_job_def(name)
-    keys = set(job.asset_layer.selected_asset_keys)
-    if partitioned is None:
-        return keys
-    graph = defs.resolve_asset_graph()
-    return {key for key in keys if (graph.get(key).partitions_def == job.partitions_def) == partitioned}
+    """The assets job `name` selects (pipeline/staleness.py's job_assets, on these definitions)."""
+    from pipeline.staleness import job_assets as selected
 
-
-def _prepare_requests(benchmarks: list[str], key: str | dict[str, str]) -> list[dg.RunRequest]:
-    """A prepare run per benchmark; contamination then runs once, through its automation condition.
-    `key`: one run key for all, or one per benchmark."""
-    per_benchmark = sorted(job_assets("prepare", partitioned=True))
-    return [dg.RunRequest(run_key=f"{key[b] if isinstance(key, dict) else key}:{b}", partition_key=b,
-                          asset_selection=per_benchmark) for b in benchmarks]
-
-
-@dg.schedule(job=prepare_job, cron_schedule="0 3 * * *",
-             description="Re-reads every benchmark's sources at night; what depends on changed items follows "
-                         "through the automation conditions, and the response cache keeps unchanged prompts free.")
-def nightly_rebuild(context: dg.ScheduleEvaluationContext):
-    return _prepare_requests(benchmark_partitions.get_partition_keys(),
-                             context.scheduled_execution_time.strftime("%Y%m%dT%H%M"))
+    return selected(defs, name, partitioned)
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
@@ -139,39 +117,75 @@ def corpora_sensor(context: dg.SensorEvaluationContext):
     return dg.SensorResult(dynamic_partitions_requests=[corpora_partitions.build_add_request(new)])
 
 
-@dg.sensor(job=prepare_job, minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
-           description="Re-runs `prepare` for each benchmark whose source files, sources entry or corrections "
-                       "changed; responses, scores and the warehouse follow through their automation conditions.")
-def source_changes_sensor(context: dg.SensorEvaluationContext):
-    from pipeline.sources.ingest import source_fingerprints  # the adapters' modules: imported when it runs
+@dg.sensor(jobs=[prepare_job, evaluate_job, scan_job, publish_job], minimum_interval_seconds=30,
+           default_status=dg.DefaultSensorStatus.RUNNING,
+           description="Launches what is out of date, as `wenheng run` would (pipeline/staleness.py): prepare for "
+                       "each benchmark whose files, corrections or configuration changed, then evaluate, scan and "
+                       "publish for what that changed; one phase per tick, nothing while any run is in flight.")
+def stale_sensor(context: dg.SensorEvaluationContext):
+    from pipeline.locking import holder
+    from pipeline.run_inputs import Inputs
+    from pipeline.staleness import Phases, in_flight, next_wave
 
+    held = holder()
+    if held:
+        return dg.SkipReason(f"a wenheng run is building ({held}); it leaves everything up to date")
+    busy = in_flight(context.instance)
+    if busy:
+        return dg.SkipReason(f"waiting for {len(busy)} run(s) in flight before planning again")
     try:
-        current = source_fingerprints(paths.sources_file(), paths.corrections_dir(),
-                                      benchmark_partitions.get_partition_keys())
+        benchmarks, models, corpora = _configured(context.instance)
     except (ConfigError, CorrectionsError, OSError) as exc:
-        return dg.SkipReason(f"cannot read the sources: {exc}")
+        return dg.SkipReason(f"cannot read the configuration: {exc}")
+    inputs = Inputs(context.instance, defs)
+    wave = next_wave(inputs, Phases.resolve(defs, None, benchmarks), benchmarks, models, corpora)
+    if not wave:
+        return dg.SkipReason("everything is up to date")
+    return [dg.RunRequest(run_key=planned.run_key(inputs), job_name=planned.job, partition_key=planned.partition,
+                          asset_selection=sorted(planned.keys), tags=planned.tags()) for planned in wave]
+
+
+def _configured(instance) -> tuple[list[str], list[str], list[str]]:
+    """What `wenheng run` builds with no argument: the benchmarks of the sources file, its models
+    and the corpora of corpora.yaml; the models and corpora that have partitions (the sensors above
+    add them)."""
+    from pipeline.config import load_config
+    from pipeline.contamination.corpora import load_corpora
+
+    sources, models = load_config(paths.sources_file(), paths.models_file())
+    known_models = set(instance.get_dynamic_partitions(models_partitions.name))
+    known_corpora = set(instance.get_dynamic_partitions(corpora_partitions.name))
+    corpora = load_corpora(paths.corpora_file())
+    return (list(sources), [m for m in models if m in known_models], [c for c in corpora if c in known_corpora])
+
+
+@dg.schedule(job=prepare_job, cron_schedule="0 3 * * *",
+             description="Re-reads every configured benchmark's sources at night (a prepare run each, whatever "
+                         "their fingerprints say); what their items change follows through stale_sensor, and the "
+                         "response cache keeps unchanged prompts free.")
+def nightly_rebuild(context: dg.ScheduleEvaluationContext):
+    from pipeline.locking import holder
+    from pipeline.run_inputs import Inputs
+    from pipeline.staleness import Phases, plan
+
+    if holder():
+        return dg.SkipReason("a wenheng run is building; it re-reads the sources itself")
     try:
-        seen = json.loads(context.cursor or "{}")
-    except ValueError:
-        seen = {}
-    changed = [b for b, value in current.items() if seen.get(b) != value]
-    if not changed:
-        return dg.SkipReason("no source or correction has changed")
-    context.update_cursor(json.dumps(current, sort_keys=True))
-    return _prepare_requests(changed, current)
+        benchmarks, _, _ = _configured(context.instance)
+    except (ConfigError, CorrectionsError, OSError) as exc:
+        return dg.SkipReason(f"cannot read the configuration: {exc}")
+    inputs, phases = Inputs(context.instance, defs), Phases.resolve(defs, None, benchmarks)
+    stamp = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
+    return [dg.RunRequest(run_key=f"{stamp}:{b}", partition_key=b, asset_selection=sorted(planned.keys),
+                          tags=planned.tags())
+            for b in benchmarks for planned in [plan(inputs, phases, "prepare", b, force=True)]]
 
-
-# Evaluates every asset's automation condition (eager: responses, judgements, scores and the
-# warehouse follow the item stages). Dagster's own default sensor starts stopped; this one runs.
-automation_sensor = dg.AutomationConditionSensorDefinition(
-    "automation", target=dg.AssetSelection.all(), default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Materializes what the item stages' changes make out of date, each partition once.")
 
 defs = dg.Definitions(
     assets=ASSETS,
     jobs=[prepare_job, evaluate_job, scan_job, publish_job],
     schedules=[nightly_rebuild],
-    sensors=[models_sensor, corpora_sensor, source_changes_sensor, automation_sensor],
+    sensors=[models_sensor, corpora_sensor, stale_sensor],
     # WENHENG_EXECUTOR: in_process (default), multiprocess or k8s (GPUs for the inference-pool steps)
     executor=executor_from_env(_in_groups(EVALUATE)),
     resources={

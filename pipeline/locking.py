@@ -58,3 +58,28 @@ def hold(directories: Iterable[Path] | None = None) -> Iterator[None]:
         for directory in sorted(set(directories if directories is not None else data_dirs())):
             stack.enter_context(_lock_one(directory))
         yield
+
+
+def holder(directories: Iterable[Path] | None = None) -> str | None:
+    """Who holds a directory's lock now (its 'pid ..., started ...' line), else None. Read, not
+    locked: a probe that took the lock, even for an instant, could turn a `wenheng run` starting
+    then away. A killed holder's line stays in the file, so its pid must still be alive."""
+    for directory in sorted(set(directories if directories is not None else data_dirs())):
+        try:
+            line = (directory / LOCK_NAME).read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        pid = line.split(",")[0].removeprefix("pid ").strip()
+        if pid.isdigit() and int(pid) != os.getpid() and alive(int(pid)):
+            return line
+    return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

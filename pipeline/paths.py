@@ -30,6 +30,9 @@ def warehouse_file() -> Path:
 
 # The Dagster tag every run of one `wenheng run` carries; its value names the run's report folder.
 RUN_TAG = "wenheng/run"
+# the process (and its host) that runs a `wenheng run`'s Dagster runs in process: a run it left
+# started when killed is marked failed; the daemon's runs carry neither
+PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
 
 
 def reports_dir() -> Path:

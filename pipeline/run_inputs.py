@@ -38,8 +38,8 @@ class Inputs:
     and each asset's code version, as the loaded definitions state it.
     An input that cannot be read leaves the fingerprint out: the asset runs, and reports it."""
 
-    def __init__(self, instance):
-        self.instance = instance
+    def __init__(self, instance, defs):
+        self.instance, self.defs = instance, defs   # the Definitions: their asset graph and code versions
         self._recorded: dict[str, dict[str, str]] = {}   # run id -> the fingerprints it recorded
         self._cached: dict[Any, Any] = {}
 
@@ -76,9 +76,7 @@ class Inputs:
 
     def _versioned(self, prints: dict) -> dict:
         """Each fingerprint with its asset's code version, as the loaded definitions state it."""
-        from pipeline.definitions import defs
-
-        graph = defs.resolve_asset_graph()
+        graph = self.defs.resolve_asset_graph()
         return {key: _digest(value, graph.get(key).code_version) for key, value in prints.items()}
 
     def prepare(self, benchmark: str, keys) -> dict:
@@ -105,16 +103,23 @@ class Inputs:
     def _evaluate(self, benchmark: str, model: str) -> dict[str, str]:
         from pipeline import paths
         from pipeline.config import load_judges
+        from pipeline.engines.baseline import gold_use
         from pipeline.engines.registry import build_engine
+        from pipeline.inference import open_golds
+        from resources.lake import partition_file
 
         specs = self._specs()
         spec, identity = specs[model], build_engine(specs[model]).identity()
         # the responses are what the response cache holds for their keys (pipeline.inference.plan):
-        # the model, its identity, each prompt and its sampling, and the gold where the answer
-        # depends on it (`reads_gold`: the oracle)
-        golds = bool(identity.get("reads_gold"))
+        # the model, its identity, each prompt and its sampling, and what the answers read of the
+        # golds (gold_use): the oracle its item's; the random baseline every open item's
+        uses = gold_use(identity)
+        golds = uses == "item"
         asked = [model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)]
         items = self.data_version("items", benchmark)
+        if uses == "pool":
+            asked.append(self._once(("open golds", benchmark, items), lambda: open_golds(
+                partition_file(paths.lake_dir(), "items", benchmark))))
         responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
                             self._items_read(benchmark, golds, items), asked)
         judge = self._once("judges", lambda: load_judges(paths.models_file(), specs)).get(benchmark)
@@ -162,10 +167,8 @@ class Inputs:
     def publish(self, keys) -> dict:
         import dagster as dg
 
-        from pipeline.definitions import defs
-
         try:
-            graph = defs.resolve_asset_graph()
+            graph = self.defs.resolve_asset_graph()
             upstream = {key: dg.AssetSelection.assets(key).upstream().resolve(graph) - set(keys) for key in keys}
             latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
                       for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
@@ -178,15 +181,13 @@ class Inputs:
     def data_version(self, asset: str, partition_key) -> str | None:
         import dagster as dg
 
-        record = self._latest(dg.AssetKey(asset), partition_key)
+        record = self.latest(dg.AssetKey(asset), partition_key)
         return None if record is None else record.asset_materialization.tags.get(_DATA_VERSION_TAG)
 
     def up_to_date(self, keys, partition_key, prints: dict) -> set:
         """The assets of `keys` built from the inputs `prints` says they have now, whose output is
         still stored, with nothing upstream of them in `keys` left to do."""
-        from pipeline.definitions import defs
-
-        graph = defs.resolve_asset_graph()
+        graph = self.defs.resolve_asset_graph()
         stale = {key for key in keys
                  if key not in prints or not self._built_from(graph, key, partition_key, prints[key])}
         grown = stale
@@ -196,7 +197,7 @@ class Inputs:
         return set(keys) - stale
 
     def _built_from(self, graph, key, partition_key, value: str) -> bool:
-        record = self._latest(key, partition_key)
+        record = self.latest(key, partition_key)
         if record is None:
             return False
         if record.run_id not in self._recorded:
@@ -207,7 +208,7 @@ class Inputs:
                 self._recorded[record.run_id] = {}
         return self._recorded[record.run_id].get(key.to_user_string()) == value and _stored(graph, key, partition_key)
 
-    def _latest(self, key, partition_key):
+    def latest(self, key, partition_key):
         import dagster as dg
 
         records = self.instance.fetch_materializations(dg.AssetRecordsFilter(
@@ -235,15 +236,16 @@ def _code_digest(roots: list[Path]) -> str:
 
 
 def _stored(graph, key, partition_key) -> bool:
-    """Whether the asset's output is where its readers look: its lake file (one per partition),
-    or the warehouse for the warehouse and the assets built on it."""
+    """Whether the asset's output is where its readers look, and undamaged (pipeline/lake_health.py):
+    its lake file (one per partition), or the warehouse for the warehouse and the assets built on it."""
     import dagster as dg
 
-    from pipeline import paths
+    from pipeline import lake_health, paths
 
     if graph.get(key).io_manager_key != "lake":
-        return paths.warehouse_file().is_file()
+        return lake_health.warehouse_sound(paths.warehouse_file())
     partition = list(partition_key.keys_by_dimension.values()) if isinstance(partition_key, dg.MultiPartitionKey) \
         else [] if partition_key is None else [partition_key]
     parts = [*key.path, *partition]
-    return paths.lake_dir().joinpath(*parts[:-1], parts[-1] + ".parquet").is_file()
+    return lake_health.lake_file_sound(paths.lake_dir().joinpath(*parts[:-1], parts[-1] + ".parquet"),
+                                       key.to_user_string() + (f" [{partition_key}]" if partition else ""))

@@ -34,11 +34,10 @@ from typing import Any
 
 from pipeline import memory, stopping
 from pipeline.failures import append_log, failure_cause, traceback_text
-from pipeline.paths import RUN_TAG
+from pipeline.locking import alive
+from pipeline.paths import HOST_TAG, PID_TAG, RUN_TAG
 from pipeline.run_inputs import INPUTS_TAG, Inputs
-
-PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset per benchmark card
-PID_TAG, HOST_TAG = "wenheng/pid", "wenheng/host"
+from pipeline.staleness import Phases, wait_for_runs
 
 
 def _share(x: float) -> str:
@@ -80,6 +79,7 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     corpus's overlap with the items, then the warehouse. Other benchmarks' partitions are left as
     they are; so is every asset whose inputs did not change since it was built, unless `force`."""
     import pipeline.definitions  # noqa: F401  (loaded before the freeze below)
+    from pipeline.engines.registry import keep_engines
 
     _instance()
     # Dagster's definitions, the instance and the imported modules outlive every step: frozen,
@@ -88,7 +88,8 @@ def run_pipeline(benchmarks: list[str], models: list[str], selection: str | None
     # uncollectable after the run (native extensions report such objects as leaks at exit).
     gc.freeze()
     try:
-        return _run_pipeline(benchmarks, models, selection, log, run_tag, corpora or [], force)
+        with keep_engines():   # a model stays loaded from one partition's run to the next
+            return _run_pipeline(benchmarks, models, selection, log, run_tag, corpora or [], force)
     finally:
         gc.unfreeze()
 
@@ -97,46 +98,21 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
                   log: Callable[[str], None], run_tag: str | None, corpora: list[str], force: bool) -> RunSummary:
     """The phases in order; each returns whether the next may start (a failed prepare and a
     stop request end the call; a failed evaluate partition does not)."""
-    from pipeline.definitions import export_path_defaults
+    from pipeline.definitions import defs, export_path_defaults
 
     export_path_defaults()   # the resources read their files through dg.EnvVar
     run = _Execution.start(log, run_tag, models, corpora)
     run.force = force
-    phases = _Phases.resolve(selection, benchmarks)
+    phases = Phases.resolve(defs, selection, benchmarks)
     log(f"run {RUN_TAG}={run.summary.run_tag} (filter on this tag in the Dagster UI)")
+    # what the daemon or the UI launched is finished first: this plan must see what it writes
+    wait_for_runs(run.instance, log, run.stopped, own_pid=os.getpid())
     if _prepare(run, phases, benchmarks) and _evaluate(run, phases, benchmarks, models) and _scan(run, phases, corpora):
         _publish(run, phases)
     return run.summary
 
 
-@dataclass(frozen=True)
-class _Phases:
-    """The chosen assets of each phase, from the jobs' own selections (pipeline/definitions.py):
-    prepare's per benchmark, evaluate's, scan's, publish's (with `across`: the item stages that
-    read every benchmark, contamination, which run there, before the warehouse that reads them)."""
-    prepare: frozenset
-    evaluate: frozenset
-    scan: frozenset
-    publish: frozenset
-    across: frozenset
-
-    @classmethod
-    def resolve(cls, selection: str | None, benchmarks: list[str]) -> _Phases:
-        import dagster as dg
-
-        from pipeline.definitions import defs, job_assets
-
-        graph = defs.resolve_asset_graph()
-        chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
-        # a benchmark's paper-table asset only when it was evaluated: the others did not change
-        publish = {key for key in job_assets("publish") & chosen if not key.path[0].startswith(PAPER_TABLES_PREFIX)
-                   or key.path[0][len(PAPER_TABLES_PREFIX):] in benchmarks}
-        return cls(prepare=frozenset(job_assets("prepare", partitioned=True) & chosen),
-                   evaluate=frozenset(job_assets("evaluate") & chosen), scan=frozenset(job_assets("scan") & chosen),
-                   publish=frozenset(publish), across=frozenset(publish & job_assets("prepare")))
-
-
-def _prepare(run: _Execution, phases: _Phases, benchmarks: list[str]) -> bool:
+def _prepare(run: _Execution, phases: Phases, benchmarks: list[str]) -> bool:
     """A prepare run per benchmark, unless its item stages are up to date (Inputs.prepare)."""
     if phases.prepare:
         started = time.perf_counter()
@@ -155,7 +131,7 @@ def _prepare(run: _Execution, phases: _Phases, benchmarks: list[str]) -> bool:
     return run.summary.ok and not run.stopped()
 
 
-def _evaluate(run: _Execution, phases: _Phases, benchmarks: list[str], models: list[str]) -> bool:
+def _evaluate(run: _Execution, phases: Phases, benchmarks: list[str], models: list[str]) -> bool:
     """An evaluate run per benchmark x model partition, model by model (a local model loads once),
     with only the assets whose inputs changed (Inputs.evaluate); none when nothing did."""
     import dagster as dg
@@ -181,7 +157,7 @@ def _evaluate(run: _Execution, phases: _Phases, benchmarks: list[str], models: l
     return not run.stopped()
 
 
-def _scan(run: _Execution, phases: _Phases, corpora: list[str]) -> bool:
+def _scan(run: _Execution, phases: Phases, corpora: list[str]) -> bool:
     """A scan run per corpus, unless its entry, its files and the items are those of its last scan
     (Inputs.scan); the scan itself reads only the corpus files that changed."""
     started = time.perf_counter()
@@ -200,7 +176,7 @@ def _scan(run: _Execution, phases: _Phases, corpora: list[str]) -> bool:
     return not run.stopped()
 
 
-def _publish(run: _Execution, phases: _Phases) -> None:
+def _publish(run: _Execution, phases: Phases) -> None:
     """One run: contamination (across benchmarks) and the warehouse with its table assets, those
     of them that something upstream changed since they were last built (Inputs.publish).
     Contamination runs here, before the warehouse that reads it: one run fewer than a run of its
@@ -229,9 +205,11 @@ class _Execution:
     summary, the log, and what is known of each asset's inputs (`inputs`)."""
 
     def __init__(self, instance, summary: RunSummary, log: Callable[[str], None]):
+        from pipeline.definitions import defs
+
         self.instance, self.summary, self.log = instance, summary, log
         self.tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(), RUN_TAG: summary.run_tag}
-        self.inputs = Inputs(instance)
+        self.inputs = Inputs(instance, defs)
         self.force = False   # every asset runs, whatever its inputs (`wenheng run --force`)
 
     @classmethod
@@ -264,7 +242,11 @@ class _Execution:
         summary lists the partition as up to date, and no run is launched for it."""
         if self.force:
             return frozenset(keys)
+        from pipeline import lake_health
+
         todo = frozenset(keys) - self.inputs.up_to_date(keys, partition_key, prints)
+        for line in lake_health.reported():   # damaged outputs up_to_date found: they run again
+            self.log(line)
         if not todo:
             self.summary.up_to_date.append(job_name + (f" [{partition_key}]" if partition_key else ""))
         return todo
@@ -385,7 +367,7 @@ def fail_orphaned_runs(instance, log: Callable[[str], None] = print) -> list[str
     for run in instance.get_runs(filters=dg.RunsFilter(
             statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.CANCELING])):
         pid = run.tags.get(PID_TAG)
-        if pid is None or run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or _alive(int(pid)):
+        if pid is None or run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or alive(int(pid)):
             continue
         instance.report_run_failed(run, message=f"the process that ran it (pid {pid}) is gone")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # its pool slot, else held forever
@@ -393,16 +375,6 @@ def fail_orphaned_runs(instance, log: Callable[[str], None] = print) -> list[str
             "marked failed")
         marked.append(run.run_id)
     return marked
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -11,10 +12,11 @@ from conftest import ROOT, write_yaml
 from pipeline.definitions import defs, job_assets, models_sensor
 from pipeline.groups import CORPORA, EVALUATE, ITEMS, SOURCES, WAREHOUSE
 
-# the Definitions object, the in-process runner, and the executor the definitions are built with
-# pipes_job.py is the Ray scan's Dagster Pipes entry point (the external side: dagster_pipes only)
-DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/run_inputs.py", "pipeline/executors.py",
-                   "pipeline/contamination/pipes_job.py"}
+# the Definitions object, the in-process runner, what is stale (run_inputs, staleness), and the
+# executor the definitions are built with; pipes_job.py is the Ray scan's Dagster Pipes entry
+# point (the external side: dagster_pipes only)
+DAGSTER_MODULES = {"pipeline/definitions.py", "pipeline/runner.py", "pipeline/run_inputs.py", "pipeline/staleness.py",
+                   "pipeline/executors.py", "pipeline/contamination/pipes_job.py"}
 
 
 def item_stages() -> list[str]:
@@ -78,12 +80,14 @@ def test_sensors_run_by_default_and_resources_name_their_variables():
     sensors = {s.name: s for s in defs.resolve_sensor_defs()} if hasattr(defs, "resolve_sensor_defs") else \
         {s.name: s for s in defs.get_repository_def().sensor_defs}
     assert sensors["models_sensor"].default_status == dg.DefaultSensorStatus.RUNNING
-    automation = [s for s in sensors.values() if isinstance(s, dg.AutomationConditionSensorDefinition)]
-    assert automation and all(s.default_status == dg.DefaultSensorStatus.RUNNING for s in automation)
+    # one system decides what is stale (pipeline/staleness.py): no automation condition beside it
+    assert not [s for s in sensors.values() if isinstance(s, dg.AutomationConditionSensorDefinition)]
+    graph = defs.resolve_asset_graph()
+    assert not [key for key in graph.get_all_asset_keys() if graph.get(key).automation_condition is not None]
     # what the README's "Automation is on from the start" paragraph promises, read from the README
     readme = " ".join((Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8").split())
-    promise = readme[readme.index("Automation is on from the start"):][:600]
-    for name in ("models_sensor", "source_changes_sensor", "corpora_sensor"):
+    promise = readme[readme.index("Automation is on from the start"):][:2000]
+    for name in ("models_sensor", "stale_sensor", "corpora_sensor"):
         assert sensors[name].default_status == dg.DefaultSensorStatus.RUNNING, name
         assert f"`{name}`" in promise, f"the README's automation paragraph does not name {name}"
     schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}
@@ -145,39 +149,45 @@ def test_models_sensor_adds_a_partition_per_configured_model(workdir, monkeypatc
         assert list(request.partition_keys) == ["oracle"]
 
 
-def test_source_changes_sensor_reruns_only_the_benchmark_that_changed(workdir, monkeypatch):
-    from pipeline import benchmarks
-    from pipeline.definitions import source_changes_sensor
+def test_stale_sensor_plans_what_wenheng_run_would_and_waits_for_any_builder(workdir, monkeypatch):
+    """On an empty instance: a prepare run per configured benchmark, each with the fingerprints it
+    is planned from and a key of its own; nothing while a run is in flight or a `wenheng run`
+    holds the lake."""
+    from pipeline import locking
+    from pipeline.config import load_sources
+    from pipeline.definitions import stale_sensor
+    from pipeline.run_inputs import INPUTS_TAG
 
-    corrections = workdir / "corrections"
-    corrections.mkdir()
-    monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
     monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
-
-    def tick(cursor):
-        context = dg.build_sensor_context(instance=instance, cursor=cursor)
-        return source_changes_sensor(context), context.cursor
-
     with dg.instance_for_test() as instance:
-        first, cursor = tick(None)   # nothing seen yet: every benchmark
-        assert sorted(r.partition_key for r in first) == sorted(benchmarks.names())
-        assert isinstance(tick(cursor)[0], dg.SkipReason)
-        write_yaml(corrections / "fix.yaml", "corrections:\n  - {item_id: wyweb/dev/irc/0, field: question, "
-                                             "old: a, new: b, reason: test, date: 2026-01-01}\n")
-        again, cursor = tick(cursor)
-        assert [r.partition_key for r in again] == ["wyweb"]   # a WYWEB correction rebuilds WYWEB alone
-        assert again[0].asset_selection and dg.AssetKey("contamination") not in again[0].asset_selection
-        assert isinstance(tick(cursor)[0], dg.SkipReason)
+        requests = stale_sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert sorted(r.partition_key for r in requests) == sorted(load_sources(ROOT / "data" / "sources.yaml"))
+        assert {r.job_name for r in requests} == {"prepare"}
+        assert all(json.loads(r.tags[INPUTS_TAG]) for r in requests)
+        assert len({r.run_key for r in requests}) == len(requests)
+        with locking.hold():
+            # this process holds the lock: the sensor (another process under the daemon) reads it
+            monkeypatch.setattr(locking.os, "getpid", lambda: -1)
+            held = stale_sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+            monkeypatch.undo()
+        assert isinstance(held, dg.SkipReason) and "wenheng run" in held.skip_message
+        prepare = defs.resolve_job_def("prepare")
+        instance.create_run_for_job(job_def=prepare, status=dg.DagsterRunStatus.STARTED,
+                                    tags={"dagster/partition": "wyweb"})
+        busy = stale_sensor(dg.build_sensor_context(instance=instance, definitions=defs))
+        assert isinstance(busy, dg.SkipReason) and "in flight" in busy.skip_message
 
 
-def test_nightly_rebuild_asks_a_prepare_run_per_benchmark():
+def test_nightly_rebuild_asks_a_prepare_run_per_benchmark(workdir, monkeypatch):
     import datetime as dt
 
-    from pipeline import benchmarks
+    from pipeline.config import load_sources
     from pipeline.definitions import nightly_rebuild
 
-    context = dg.build_schedule_context(scheduled_execution_time=dt.datetime(2026, 11, 22, 3, 0),
-                                        repository_def=defs.get_repository_def())
-    requests = list(nightly_rebuild.evaluate_tick(context).run_requests)
-    assert [r.partition_key for r in requests] == list(benchmarks.names())
+    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(instance=instance, scheduled_execution_time=dt.datetime(2026, 11, 22, 3, 0),
+                                            repository_def=defs.get_repository_def())
+        requests = list(nightly_rebuild.evaluate_tick(context).run_requests)
+    assert [r.partition_key for r in requests] == list(load_sources(ROOT / "data" / "sources.yaml"))
     assert len({r.run_key for r in requests}) == len(requests)
