@@ -138,7 +138,7 @@ def stale_sensor(context: dg.SensorEvaluationContext):
     except (ConfigError, CorrectionsError, OSError) as exc:
         return dg.SkipReason(f"cannot read the configuration: {exc}")
     inputs = Inputs(context.instance, defs)
-    wave = next_wave(inputs, Phases.resolve(defs, None, benchmarks), benchmarks, models, corpora)
+    wave = next_wave(inputs, Phases.resolve(defs, None), benchmarks, models, corpora)
     if not wave:
         return dg.SkipReason("everything is up to date")
     return [dg.RunRequest(run_key=planned.run_key(inputs), job_name=planned.job, partition_key=planned.partition,
@@ -174,7 +174,7 @@ def nightly_rebuild(context: dg.ScheduleEvaluationContext):
         benchmarks, _, _ = _configured(context.instance)
     except (ConfigError, CorrectionsError, OSError) as exc:
         return dg.SkipReason(f"cannot read the configuration: {exc}")
-    inputs, phases = Inputs(context.instance, defs), Phases.resolve(defs, None, benchmarks)
+    inputs, phases = Inputs(context.instance, defs), Phases.resolve(defs, None)
     stamp = context.scheduled_execution_time.strftime("%Y%m%dT%H%M")
     return [dg.RunRequest(run_key=f"{stamp}:{b}", partition_key=b, asset_selection=sorted(planned.keys),
                           tags=planned.tags())

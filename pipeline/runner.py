@@ -103,7 +103,7 @@ def _run_pipeline(benchmarks: list[str], models: list[str], selection: str | Non
     export_path_defaults()   # the resources read their files through dg.EnvVar
     run = _Execution.start(log, run_tag, models, corpora)
     run.force = force
-    phases = Phases.resolve(defs, selection, benchmarks)
+    phases = Phases.resolve(defs, selection)
     log(f"run {RUN_TAG}={run.summary.run_tag} (filter on this tag in the Dagster UI)")
     # what the daemon or the UI launched is finished first: this plan must see what it writes
     wait_for_runs(run.instance, log, run.stopped, own_pid=os.getpid())

@@ -25,7 +25,6 @@ from typing import Any
 
 from pipeline.run_inputs import INPUTS_TAG, Inputs
 
-PAPER_TABLES_PREFIX = "paper_tables_"   # assets/warehouse.py: one table asset per benchmark card
 PHASES = ("prepare", "evaluate", "scan", "publish")
 # a run in one of these states may still write what the next plan reads
 IN_FLIGHT = ("QUEUED", "NOT_STARTED", "STARTING", "STARTED", "CANCELING")
@@ -43,15 +42,15 @@ class Phases:
     across: frozenset
 
     @classmethod
-    def resolve(cls, defs, selection: str | None, benchmarks: list[str]) -> Phases:
+    def resolve(cls, defs, selection: str | None) -> Phases:
+        """Every paper-table asset is published, also after a run of one benchmark: the others'
+        read the warehouse that run rebuilt, and a launcher that left them out would leave the
+        other launcher a publish to do."""
         import dagster as dg
 
         graph = defs.resolve_asset_graph()
         chosen = (dg.AssetSelection.from_string(selection) if selection else dg.AssetSelection.all()).resolve(graph)
-        # a benchmark's paper-table asset only when it was evaluated: the others did not change
-        publish = {key for key in job_assets(defs, "publish") & chosen
-                   if not key.path[0].startswith(PAPER_TABLES_PREFIX)
-                   or key.path[0][len(PAPER_TABLES_PREFIX):] in benchmarks}
+        publish = job_assets(defs, "publish") & chosen
         return cls(prepare=frozenset(job_assets(defs, "prepare", partitioned=True) & chosen),
                    evaluate=frozenset(job_assets(defs, "evaluate") & chosen),
                    scan=frozenset(job_assets(defs, "scan") & chosen),
