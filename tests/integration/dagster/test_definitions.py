@@ -165,11 +165,10 @@ def test_stale_sensor_plans_what_wenheng_run_would_and_waits_for_any_builder(wor
         assert {r.job_name for r in requests} == {"prepare"}
         assert all(json.loads(r.tags[INPUTS_TAG]) for r in requests)
         assert len({r.run_key for r in requests}) == len(requests)
-        with locking.hold():
+        with locking.hold(), monkeypatch.context() as patch:
             # this process holds the lock: the sensor (another process under the daemon) reads it
-            monkeypatch.setattr(locking.os, "getpid", lambda: -1)
+            patch.setattr(locking.os, "getpid", lambda: -1)
             held = stale_sensor(dg.build_sensor_context(instance=instance, definitions=defs))
-            monkeypatch.undo()
         assert isinstance(held, dg.SkipReason) and "wenheng run" in held.skip_message
         prepare = defs.resolve_job_def("prepare")
         instance.create_run_for_job(job_def=prepare, status=dg.DagsterRunStatus.STARTED,
