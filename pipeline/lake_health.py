@@ -2,8 +2,8 @@
 in its own footer (`write_table`); one whose footer does not read, or whose bytes are not those
 digested, is damaged. So is a warehouse that DuckDB cannot open, or cut short of its blocks: it is
 set aside (`<name>.damaged`), not deleted. The runner treats a damaged output as not stored
-(pipeline/run_inputs.py `_stored`): it is recomputed, and each finding is one line of the run's
-log (`reported`)."""
+(pipeline/run_inputs.py `Inputs.stored`): it is recomputed, and each finding is one line of the
+run's log (`Inputs.findings`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ DIGEST_KEY = "wenheng.sha256"   # footer key: "<n> <sha256 of the file's first n
 DAMAGED_SUFFIX = ".damaged"     # a damaged warehouse is kept aside under this name, never deleted
 _DUCKDB_HEADER_BYTES = 3 * 4096  # DuckDB's file header and two database headers, before the blocks
 _CHUNK = 1 << 20
-
-_found: list[str] = []   # lines not yet logged
 
 
 class _Digesting:
@@ -116,35 +114,38 @@ def set_aside(path: Path) -> Path:
     return aside
 
 
-def lake_file_sound(path: Path, where: str) -> bool:
-    """Whether the lake file is there and undamaged; damage is noted for the log, as `where`'s."""
-    if not path.is_file():
-        return False
-    damage = lake_damage(path)
-    if damage:
-        note(f"{where}: its lake file is damaged ({damage}): recomputed")
-    return damage is None
+def lake_file_finding(path: Path, where: str) -> str | None:
+    """The line to say when the lake file at `path`, `where`'s, is damaged, else None."""
+    damage = _lake_damage_once(path)
+    return None if damage is None else f"{where}: its lake file is damaged ({damage}): recomputed"
 
 
-def warehouse_sound(path: Path) -> bool:
-    """Whether the warehouse is there and undamaged; a damaged one is set aside and noted."""
+def warehouse_finding(path: Path) -> str | None:
+    """The line to say when the warehouse is damaged, else None; the publish that follows sets it
+    aside before it builds (pipeline/warehouse/build.py)."""
     damage = warehouse_damage(path)
-    if damage:
-        aside = set_aside(path)
-        note(f"warehouse: {path} is damaged ({damage}): kept as {aside.name}, rebuilt from the lake and the history")
-    return path.is_file()
+    if damage is None:
+        return None
+    return (f"warehouse: {path} is damaged ({damage}): kept as {path.name}{DAMAGED_SUFFIX}, rebuilt from the lake "
+            "and the history")
 
 
-def note(line: str) -> None:
-    if line not in _found:
-        _found.append(line)
+# (size, mtime_ns, inode) of lake files found sound in this process: a daemon plans every 30 s,
+# and a file not written since it was hashed need not be hashed again
+_sound: dict[Path, tuple[int, int, int]] = {}
 
 
-def reported() -> list[str]:
-    """The lines noted since the last call, once each."""
-    lines = list(_found)
-    _found.clear()
-    return lines
+def _lake_damage_once(path: Path) -> str | None:
+    stat = path.stat()
+    seen = (stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    if _sound.get(path) == seen:
+        return None
+    damage = lake_damage(path)
+    if damage is None:
+        _sound[path] = seen
+    else:
+        _sound.pop(path, None)
+    return damage
 
 
 def _one_line(exc: BaseException) -> str:

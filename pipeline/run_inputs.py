@@ -42,6 +42,7 @@ class Inputs:
         self.instance, self.defs = instance, defs   # the Definitions: their asset graph and code versions
         self._recorded: dict[str, dict[str, str]] = {}   # run id -> the fingerprints it recorded
         self._cached: dict[Any, Any] = {}
+        self.findings: list[str] = []   # damaged outputs found (pipeline/lake_health.py), one line each
 
     def _once(self, key, compute: Callable[[], Any]) -> Any:
         if key not in self._cached:
@@ -206,7 +207,30 @@ class Inputs:
                 self._recorded[record.run_id] = json.loads(run.tags.get(INPUTS_TAG) or "{}") if run else {}
             except ValueError:
                 self._recorded[record.run_id] = {}
-        return self._recorded[record.run_id].get(key.to_user_string()) == value and _stored(graph, key, partition_key)
+        recorded = self._recorded[record.run_id].get(key.to_user_string())
+        return recorded == value and self.stored(graph, key, partition_key)
+
+    def stored(self, graph, key, partition_key) -> bool:
+        """Whether the asset's output is where its readers look, and undamaged: its lake file (one
+        per partition), or the warehouse for the warehouse and the assets built on it. Damage found
+        is a line in `findings`, once."""
+        import dagster as dg
+
+        from pipeline import lake_health, paths
+
+        if graph.get(key).io_manager_key != "lake":
+            path = paths.warehouse_file()
+            finding = self._once(("warehouse", str(path)), lambda: lake_health.warehouse_finding(path))
+        else:
+            partition = list(partition_key.keys_by_dimension.values()) \
+                if isinstance(partition_key, dg.MultiPartitionKey) else [] if partition_key is None else [partition_key]
+            parts = [*key.path, *partition]
+            path = paths.lake_dir().joinpath(*parts[:-1], parts[-1] + ".parquet")
+            where = key.to_user_string() + (f" [{partition_key}]" if partition else "")
+            finding = lake_health.lake_file_finding(path, where) if path.is_file() else None
+        if finding and finding not in self.findings:
+            self.findings.append(finding)
+        return finding is None and path.is_file()
 
     def latest(self, key, partition_key):
         import dagster as dg
@@ -233,19 +257,3 @@ def _code_digest(roots: list[Path]) -> str:
                 digest.update(f"{root.name}/{path.relative_to(root).as_posix()}\0".encode())
                 digest.update(path.read_bytes())
     return digest.hexdigest()
-
-
-def _stored(graph, key, partition_key) -> bool:
-    """Whether the asset's output is where its readers look, and undamaged (pipeline/lake_health.py):
-    its lake file (one per partition), or the warehouse for the warehouse and the assets built on it."""
-    import dagster as dg
-
-    from pipeline import lake_health, paths
-
-    if graph.get(key).io_manager_key != "lake":
-        return lake_health.warehouse_sound(paths.warehouse_file())
-    partition = list(partition_key.keys_by_dimension.values()) if isinstance(partition_key, dg.MultiPartitionKey) \
-        else [] if partition_key is None else [partition_key]
-    parts = [*key.path, *partition]
-    return lake_health.lake_file_sound(paths.lake_dir().joinpath(*parts[:-1], parts[-1] + ".parquet"),
-                                       key.to_user_string() + (f" [{partition_key}]" if partition else ""))
