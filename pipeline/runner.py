@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
-import json
 import os
 import socket
 import time
@@ -36,8 +35,8 @@ from pipeline import memory, stopping
 from pipeline.failures import append_log, failure_cause, traceback_text
 from pipeline.locking import alive
 from pipeline.paths import HOST_TAG, PID_TAG, RUN_TAG
-from pipeline.run_inputs import INPUTS_TAG, Inputs
-from pipeline.staleness import Phases, wait_for_runs
+from pipeline.run_inputs import Inputs
+from pipeline.staleness import Phases, Planned, partitions, plan, wait_for_runs
 
 
 def _share(x: float) -> str:
@@ -119,13 +118,13 @@ def _prepare(run: _Execution, phases: Phases, benchmarks: list[str]) -> bool:
         for benchmark in benchmarks:
             if run.stopped():
                 return False
-            prints = run.inputs.prepare(benchmark, phases.prepare)
-            if not run.todo("prepare", phases.prepare, benchmark, prints):
+            planned = run.todo(phases, "prepare", benchmark)
+            if not planned.keys:
                 run.log(f"prepare: {benchmark}: up to date (its sources, corrections, configuration and code "
                         "are those of its last build)")
                 continue
             run.log(f"prepare: {benchmark}: sources -> items -> dedup -> variants -> prompts")
-            run.summary.ok &= run.execute("prepare", phases.prepare, benchmark, prints)
+            run.summary.ok &= run.execute(planned)
         memory.release_converters()
         run.timed("prepare", started)
     return run.summary.ok and not run.stopped()
@@ -134,26 +133,21 @@ def _prepare(run: _Execution, phases: Phases, benchmarks: list[str]) -> bool:
 def _evaluate(run: _Execution, phases: Phases, benchmarks: list[str], models: list[str]) -> bool:
     """An evaluate run per benchmark x model partition, model by model (a local model loads once),
     with only the assets whose inputs changed (Inputs.evaluate); none when nothing did."""
-    import dagster as dg
-
     started = time.perf_counter()
-    for model in models if phases.evaluate else []:
-        for benchmark in benchmarks:
-            if run.stopped():
-                run.timed("evaluate", started)
-                return False
-            partition = dg.MultiPartitionKey({"benchmark": benchmark, "model": model})
-            prints = run.inputs.evaluate(benchmark, model, phases.evaluate)
-            todo = run.todo("evaluate", phases.evaluate, partition, prints)
-            if not todo:
-                run.log(f"evaluate: {benchmark} x {model}: up to date (its prompts, items, model and code are "
-                        "those of its last run)")
-                continue
-            fresh = sorted(key.to_user_string() for key in phases.evaluate - todo)
-            run.log(f"evaluate: {benchmark} x {model}" + (f" ({', '.join(fresh)} up to date)" if fresh else ""))
-            run.summary.ok &= run.execute("evaluate", todo, partition, prints)
-        run.timed("evaluate", started)
-        started = time.perf_counter()
+    for partition in partitions("evaluate", benchmarks, models, []) if phases.evaluate else []:
+        if run.stopped():
+            run.timed("evaluate", started)
+            return False
+        benchmark, model = partition.keys_by_dimension["benchmark"], partition.keys_by_dimension["model"]
+        planned = run.todo(phases, "evaluate", partition)
+        if not planned.keys:
+            run.log(f"evaluate: {benchmark} x {model}: up to date (its prompts, items, model and code are "
+                    "those of its last run)")
+            continue
+        fresh = sorted(key.to_user_string() for key in phases.evaluate - planned.keys)
+        run.log(f"evaluate: {benchmark} x {model}" + (f" ({', '.join(fresh)} up to date)" if fresh else ""))
+        run.summary.ok &= run.execute(planned)
+    run.timed("evaluate", started)
     return not run.stopped()
 
 
@@ -165,12 +159,12 @@ def _scan(run: _Execution, phases: Phases, corpora: list[str]) -> bool:
         if run.stopped():
             run.timed("scan", started)
             return False
-        prints = run.inputs.scan(corpus, phases.scan)
-        if not run.todo("scan", phases.scan, corpus, prints):
+        planned = run.todo(phases, "scan", corpus)
+        if not planned.keys:
             run.log(f"scan: {corpus}: up to date (its entry, its files and the items are those of its last scan)")
             continue
         run.log(f"scan: {corpus}: corpus files -> n-grams -> every benchmark item")
-        run.summary.ok &= run.execute("scan", phases.scan, corpus, prints)
+        run.summary.ok &= run.execute(planned)
     if corpora and phases.scan:
         run.timed("scan", started)
     return not run.stopped()
@@ -184,14 +178,13 @@ def _publish(run: _Execution, phases: Phases) -> None:
     if not phases.publish:
         return
     started = time.perf_counter()
-    prints = run.inputs.publish(phases.publish)
-    todo = run.todo("publish", phases.publish, None, prints)
-    if not todo:
+    planned = run.todo(phases, "publish", None)
+    if not planned.keys:
         run.log("publish: up to date (nothing it reads has been materialized since it was last built)")
     else:
-        run.log("publish: " + " -> ".join((["contamination across benchmarks"] if todo & phases.across else [])
-                                          + (["warehouse"] if todo - phases.across else [])))
-        run.summary.ok &= run.execute("publish", todo, prints=prints)
+        run.log("publish: " + " -> ".join((["contamination across benchmarks"] if planned.keys & phases.across else [])
+                                          + (["warehouse"] if planned.keys - phases.across else [])))
+        run.summary.ok &= run.execute(planned)
     run.timed("publish", started)
 
 
@@ -222,11 +215,11 @@ class _Execution:
 
         instance = _instance()
         fail_orphaned_runs(instance, log)
-        for partitions, names in ((models_partitions, models), (corpora_partitions, corpora)):
-            known = set(instance.get_dynamic_partitions(partitions.name))
+        for dynamic, names in ((models_partitions, models), (corpora_partitions, corpora)):
+            known = set(instance.get_dynamic_partitions(dynamic.name))
             missing = [name for name in names if name not in known]
             if missing:
-                instance.add_dynamic_partitions(partitions.name, missing)
+                instance.add_dynamic_partitions(dynamic.name, missing)
         return cls(instance, RunSummary(run_tag=run_tag or new_run_tag()), log)
 
     def stopped(self) -> bool:
@@ -237,33 +230,29 @@ class _Execution:
     def timed(self, phase: str, started: float) -> None:
         self.summary.timings[phase] = round(self.summary.timings.get(phase, 0.0) + time.perf_counter() - started, 3)
 
-    def todo(self, job_name: str, keys, partition_key, prints: dict) -> frozenset:
-        """The assets of `keys` with something to do (Inputs.up_to_date); when none has, the
-        summary lists the partition as up to date, and no run is launched for it."""
-        if self.force:
-            return frozenset(keys)
-        from pipeline import lake_health
-
-        todo = frozenset(keys) - self.inputs.up_to_date(keys, partition_key, prints)
-        for line in lake_health.reported():   # damaged outputs up_to_date found: they run again
+    def todo(self, phases: Phases, job_name: str, partition_key) -> Planned:
+        """The run `job_name` needs for the partition (pipeline/staleness.py's plan, as the sensor
+        makes it), its damaged outputs said; none to do: the summary lists it as up to date."""
+        planned = plan(self.inputs, phases, job_name, partition_key, force=self.force)
+        for line in self.inputs.findings:   # damaged outputs the plan found: they run again
             self.log(line)
-        if not todo:
+        self.inputs.findings.clear()
+        if not planned.keys:
             self.summary.up_to_date.append(job_name + (f" [{partition_key}]" if partition_key else ""))
-        return todo
+        return planned
 
-    def execute(self, job_name: str, keys, partition_key=None, prints: dict | None = None) -> bool:
-        """One Dagster run of `keys`, tagged with what each of them is computed from (INPUTS_TAG);
-        its materializations, failed checks and failed steps go to the summary and the log."""
+    def execute(self, planned: Planned) -> bool:
+        """One Dagster run of what `planned` has to do, tagged with what each of its assets is
+        computed from (INPUTS_TAG); its materializations, failed checks and failed steps go to the
+        summary and the log."""
         from pipeline.definitions import defs
 
-        if not keys:
-            return True
-        inputs = {key.to_user_string(): value for key, value in (prints or {}).items() if key in keys}
+        job_name, partition_key = planned.job, planned.partition
         job = defs.resolve_job_def(job_name)
         gc.freeze()   # what earlier runs left alive joins the frozen heap (see run_pipeline)
         result = job.execute_in_process(instance=self.instance, partition_key=partition_key,
-                                        asset_selection=list(keys), run_config=_RUN_CONFIG, raise_on_error=False,
-                                        tags={**self.tags, INPUTS_TAG: json.dumps(inputs, sort_keys=True)})
+                                        asset_selection=list(planned.keys), run_config=_RUN_CONFIG,
+                                        raise_on_error=False, tags={**self.tags, **planned.tags()})
         if not result.success:
             stopping.wait(0.3)   # a signal Dagster caught reaches the stop request from a watcher thread
         if stopping.stop_requested():
