@@ -27,24 +27,18 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def _previous_items(benchmark: str) -> list[dict] | None:
-    """This benchmark's items as last built (its partition file), which a new source version is
-    diffed against (and whose scripts are reused), with the columns build_items reads; None
-    before the first build."""
+def _previous(asset: str, benchmark: str, columns: list[str]) -> list[dict] | None:
+    """This benchmark's partition of `asset` as last built, with `columns`; None before the first
+    build. The items are what a new source version is diffed against (and whose scripts are
+    reused); the corrections audit says which corrections were applied, so one since removed is
+    `reverted`, not an upstream change."""
     import pyarrow.parquet as pq
 
-    file = partition_file(paths.lake_dir(), "items", benchmark)
-    return pq.read_table(file, columns=_DIFFED).to_pylist() if file.is_file() else None
-
-
-def _previous_audit(benchmark: str) -> list[dict] | None:
-    """This benchmark's corrections audit as last built: the corrections applied to its previous
-    items, so one since removed is `reverted`, not an upstream change; None before the first build."""
-    import pyarrow.parquet as pq
-
-    file = partition_file(paths.lake_dir(), "corrections_audit", benchmark)
-    columns = ["item_id", "field", "old", "reason", "date", "status", "origin"]
+    file = partition_file(paths.lake_dir(), asset, benchmark)
     return pq.read_table(file, columns=columns).to_pylist() if file.is_file() else None
+
+
+_AUDITED = ["item_id", "field", "old", "reason", "date", "status", "origin"]   # what `reverted` reads
 
 
 # What build_items reads of the previous build: the compared fields, their hashes, versions and
@@ -90,8 +84,8 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: Frame, sour
     # the configured sources: corrections scoped to a source path are matched against them
     specs = load_sources(sources.path())
     items, quarantined, audit = build_items(schema.records(raw_items), paths.corrections_dir(),
-                                            _previous_items(benchmark), sources=specs,
-                                            previous_audit=_previous_audit(benchmark))
+                                            _previous("items", benchmark, _DIFFED), sources=specs,
+                                            previous_audit=_previous("corrections_audit", benchmark, _AUDITED))
     spec = specs.get(benchmark)
     empty = all_quarantined(benchmark, items, quarantined, spec is not None and spec.allow_empty)
     if empty:   # the quarantine rows are kept (to read why), then the step fails with one line
