@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from assets.items import built_partitions
-from assets.sources import content_version
+from assets.sources import benchmark_partitions, content_version
 from pipeline import paths, progress
-from pipeline.groups import CORPORA
+from pipeline.groups import CORPORA, ITEMS
 from pipeline.settings import settings
 from resources.engines import CorporaResource
+from resources.lake import Frame, partition_file
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,8 +35,9 @@ corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
 
 @dg.multi_asset(
     group_name=CORPORA, code_version="1", can_subset=False, partitions_def=corpora_partitions,
-    # every benchmark's items, read from the lake for the columns the index needs
-    deps=[dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
+    # every benchmark's n-gram index, read from the lake (and its items, to check the index is theirs)
+    deps=[dg.AssetDep("item_ngrams", partition_mapping=dg.AllPartitionMapping()),
+          dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
     outs={
         "corpus_overlap": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},
@@ -56,7 +58,7 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     """Scans the corpus (only its files that changed since the last scan, unless the items' n-gram
     index changed) and compares it with every built benchmark item."""
     from pipeline import schema
-    from pipeline.contamination.run import compute_overlap, reading_row, summary
+    from pipeline.contamination.run import compute_overlap, item_index, reading_row, summary
 
     name = context.partition_key
     specs = corpora.specs()
@@ -67,13 +69,17 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     items_files = [str(f) for f in built_partitions("items")]
     if not items_files:
         raise dg.Failure("no benchmark items are built yet: run `wenheng run` (or materialize `items`) first")
+    index_files = [str(f) for f in built_partitions("item_ngrams")]
     references = {k: v for k, v in specs.items() if v.reference}
     if engine == "ray":
-        rows, quarantine, reading, info = _scan_with_ray(context, pipes_subprocess_client, spec, name, items_files,
+        rows, quarantine, reading, info = _scan_with_ray(context, pipes_subprocess_client, spec, name,
+                                                         {"items_files": items_files, "index_files": index_files},
                                                          references)
     else:
-        result = compute_overlap(spec, name, read_items(items_files), paths.cache_dir(), engine="local",
-                                 log=_progress_log(context), references=references)
+        log = _progress_log(context)
+        index = item_index(index_files, items_files, spec.ngram, log=log)
+        result = compute_overlap(spec, name, index, paths.cache_dir(), engine="local", log=log,
+                                 references=references)
         rows, quarantine, info = result.rows, result.quarantine, summary(result)
         reading = [reading_row(name, result.scan)]
     overlap = schema.to_frame(rows, schema.CORPUS_OVERLAP)
@@ -87,6 +93,32 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
                     metadata={k: v for k, v in reading[0].items() if k != "corpus" and v is not None})
 
 
+@dg.asset(
+    group_name=ITEMS, io_manager_key="lake", code_version="1", kinds={"parquet"}, partitions_def=benchmark_partitions,
+    deps=[dg.AssetDep("items")],   # read from the lake for the columns the index needs
+    description="One benchmark's contamination index: each item's input and label n-grams, each marked "
+                "template (shared by many items), source (the passage it quotes) or specific, for each n-gram "
+                "size the corpora use. Every corpus_overlap scan reads it.")
+def item_ngrams(context: dg.AssetExecutionContext, corpora: CorporaResource) -> dg.Output[Frame]:
+    """Built once per prepare run, as datatrove builds its n-gram index apart from the filter that
+    reads it: a scan only looks corpus n-grams up in it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.contamination.corpora import ngram_sizes
+    from pipeline.contamination.index import ITEM_COLUMNS, KINDS, build_index, index_table, table_digest
+
+    items = pq.read_table(partition_file(paths.lake_dir(), "items", context.partition_key),
+                          columns=ITEM_COLUMNS).to_pylist()
+    indexes = [build_index(items, n) for n in ngram_sizes(corpora.path())]
+    table = pa.concat_tables([index_table(index) for index in indexes])
+    kinds = {f"{index.n}-grams": {kind: int((index.gram_kind == k).sum()) for k, kind in enumerate(KINDS)}
+             for index in indexes}
+    return dg.Output(table.to_pandas(), data_version=dg.DataVersion(table_digest(table)),
+                     metadata={"items": len(items), "n-gram sizes": [index.n for index in indexes],
+                               "n-grams by kind": dg.MetadataValue.json(kinds)})
+
+
 def _progress_log(context: dg.AssetExecutionContext):
     """Progress lines to the run's log and to the terminal `wenheng` claimed (inside a step, stderr
     is a pipe), so a long scan is seen as it goes."""
@@ -98,23 +130,15 @@ def _progress_log(context: dg.AssetExecutionContext):
     return log
 
 
-def read_items(files: list[str]) -> list[dict]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from pipeline.contamination.index import ITEM_COLUMNS
-
-    return pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in files]).to_pylist()
-
-
 def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec", name: str,
-                   items_files: list[str], references: dict) -> tuple[list[dict], list[dict], list[dict], dict]:
+                   lake_files: dict[str, list[str]],
+                   references: dict) -> tuple[list[dict], list[dict], list[dict], dict]:
     import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory(prefix="wenheng-scan-") as out:
         invocation = client.run(
             context=context, command=[sys.executable, "-m", "pipeline.contamination.pipes_job"],
-            extras={"corpus": name, "spec": spec.model_dump(), "items_files": items_files,
+            extras={"corpus": name, "spec": spec.model_dump(), **lake_files,
                     "references": {k: v.model_dump() for k, v in references.items()},
                     "cache_dir": str(paths.cache_dir()), "out_dir": out},
             env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.PROJECT_ROOT),

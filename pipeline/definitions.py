@@ -9,7 +9,7 @@ import warnings
 
 import dagster as dg
 
-from assets.contamination import corpora_partitions, corpus_overlap
+from assets.contamination import corpora_partitions, corpus_overlap, item_ngrams
 from assets.evaluate import models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
@@ -46,7 +46,7 @@ def export_path_defaults() -> None:
 export_path_defaults()
 
 ASSETS = [raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
-          responses, judgements, scores, judge_reliability, corpus_overlap, warehouse, leaderboard,
+          item_ngrams, responses, judgements, scores, judge_reliability, corpus_overlap, warehouse, leaderboard,
           *paper_tables_assets]
 
 

@@ -24,7 +24,7 @@ class Inputs:
     the extra card folders) and the settings that change outputs (_base). Besides:
       prepare      the benchmark's sources entry, source files and corrections (source_fingerprints),
                    the sources file's own keys (dedup, duplicates, quality), the variants and
-                   settings models.yaml asks
+                   settings models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
       responses    the data version of the benchmark's prompts; of its items, what inference reads
                    (content hash, task, format, metadata; the gold's hash only for an engine whose
                    answers depend on it: the oracle); the model's name, identity, sampling, variants
@@ -32,7 +32,7 @@ class Inputs:
       judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
                    (golds included), the judge's configuration
       scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
-                   always scanned), the latest materialization of the items
+                   always scanned), the latest materialization of the items and their index
       publish      per asset, the latest materialization of everything upstream of it outside the
                    run, the sources file's own keys
     and each asset's code version, as the loaded definitions state it.
@@ -82,13 +82,15 @@ class Inputs:
 
     def prepare(self, benchmark: str, keys) -> dict:
         from pipeline import paths
+        from pipeline.contamination.corpora import ngram_sizes
         from pipeline.prompts import asked_pairs
         from pipeline.sources.ingest import source_fingerprints
 
         try:
             source = source_fingerprints(paths.sources_file(), paths.corrections_dir(), [benchmark])[benchmark]
             asked = sorted(asked_pairs(self._specs().values(), benchmark))   # the pairs its prompts are built for
-            value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked)
+            sizes = ngram_sizes(paths.corpora_file())   # the n-gram sizes its contamination index is built for
+            value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked, sizes)
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
             return {}
@@ -158,9 +160,10 @@ class Inputs:
                 return {}   # a remote corpus: its files are not listed before the scan
             files = [(file, stat.st_size, stat.st_mtime_ns) for spec in read for file in shard_paths(spec)
                      for stat in [os.stat(file)]]
-            (items,) = self.instance.get_asset_records([dg.AssetKey("items")])
-            value = _digest(self._base(), "scan", [spec.model_dump() for spec in read], files,
-                            settings().scan_engine, items.asset_entry.last_materialization_storage_id)
+            built = self.instance.get_asset_records([dg.AssetKey("items"), dg.AssetKey("item_ngrams")])
+            value = _digest(self._base(), "scan", [spec.model_dump() for spec in read], files, settings().scan_engine,
+                            sorted((r.asset_entry.asset_key.to_user_string(),
+                                    r.asset_entry.last_materialization_storage_id) for r in built))
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - as in prepare
             return {}

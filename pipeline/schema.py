@@ -121,6 +121,24 @@ CONTAMINATION = pa.schema([
     ("similarity", pa.float64()),   # exact Jaccard of the template-free match keys
 ])
 
+# The contamination index of one benchmark's items (pipeline/contamination/index.py): one row per
+# item x field x n-gram size, its n-grams in order; `corpus_overlap` reads it, never the items.
+ITEM_NGRAMS = pa.schema([
+    ("item_id", _str),
+    ("benchmark", _str),
+    ("task", _str),
+    ("format", _str),
+    ("field", _str),                        # input (context, question, options) or label (gold, references)
+    ("ngram", pa.int32()),                  # characters per n-gram
+    ("hashes", pa.list_(pa.uint64())),      # each n-gram's hash, in text order
+    ("kinds", pa.list_(pa.int8())),         # 0 specific, 1 source, 2 template (index.KINDS)
+    ("parts", pa.list_(pa.int32())),        # the text (context, question, an option, ...) it lies in
+    ("positions", pa.list_(pa.int64())),    # its place in the benchmark's joined key
+    ("options", pa.list_(pa.bool_())),      # whether it is one of the item's options'
+    ("pieces", pa.list_(pa.int32())),       # its part, an option's where the question repeats the option
+])
+
+
 def _overlap_field(name: str) -> list[tuple[str, pa.DataType]]:
     return [(f"{name}_ngrams", pa.int64()),      # the field's n-grams (0: shorter than n characters)
             (f"{name}_matched", pa.int64()),     # ... found in the corpus

@@ -111,6 +111,17 @@ def load_corpora(path: Path, scanned: Path | None = None,
     return out
 
 
+def ngram_sizes(path: Path) -> list[int]:
+    """The n-gram sizes the items' index is stored for: the default and each one the corpora of
+    `path` use. A file that cannot be read adds none (its scan reports the problem); a scan of
+    another size builds its index itself (run.item_index)."""
+    try:
+        specs = _parse(path) if path.is_file() else {}
+    except ConfigError:
+        specs = {}
+    return sorted({DEFAULT_NGRAM, *(spec.ngram for spec in specs.values())})
+
+
 _WARNED: set[str] = set()
 
 

@@ -23,13 +23,16 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pipeline.contamination.ngrams import keyed
 from pipeline.contamination.passages import item_passages
 from pipeline.schema import OPTION_LETTERS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 FIELDS = ("input", "label")
 SPECIFIC, SOURCE, TEMPLATE = 0, 1, 2
@@ -118,14 +121,104 @@ def build_index(items: Sequence[dict[str, Any]], n: int,
     shared = item_counts(items, gram_item, gram_hash) if len(gram_hash) else np.zeros(0, dtype=np.int64)
     kind[shared >= 2] = SOURCE                  # a passage several questions share
     kind[shared >= template_min_items] = TEMPLATE
-    hashes = np.unique(gram_hash[kind != TEMPLATE])
-    digest = hashlib.sha256(f"{INDEX_VERSION}|{n}|".encode() + hashes.tobytes()).hexdigest()[:16]
+    hashes = sorted_distinct(gram_hash[kind != TEMPLATE])
     return ItemIndex(
         n=n, items=[{k: item.get(k) for k in ("item_id", "benchmark", "task", "format")} for item in items],
         unit_item=unit_item_arr, unit_field=np.asarray(unit_field, dtype=np.int64),
         gram_unit=gram_unit, gram_part=part, gram_pos=pos, gram_hash=gram_hash, gram_kind=kind,
         **_pieces(gram_item, gram_hash, part, np.asarray(part_option, dtype=bool)),
-        hashes=hashes, digest=digest)
+        hashes=hashes, digest=_digest(n, hashes))
+
+
+def index_table(index: ItemIndex) -> pa.Table:
+    """The index as rows of the `item_ngrams` lake table (schema.ITEM_NGRAMS): one per item x
+    field, its n-grams in order. What one benchmark's prepare run stores, and `merged` reads."""
+    import pyarrow as pa
+
+    from pipeline import schema
+
+    order = np.argsort(index.gram_unit, kind="stable")   # already in unit order: kept so
+    offsets = np.concatenate(([0], np.cumsum(np.bincount(index.gram_unit, minlength=index.units))))
+
+    def lists(values: np.ndarray, kind: pa.DataType) -> pa.ListArray:
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values[order], kind))
+
+    entry = [index.items[i] for i in index.unit_item.tolist()]
+    columns = {"item_id": [e["item_id"] for e in entry], "benchmark": [e["benchmark"] for e in entry],
+               "task": [e["task"] for e in entry], "format": [e["format"] for e in entry],
+               "field": [FIELDS[f] for f in index.unit_field.tolist()],
+               "ngram": pa.array(np.full(index.units, index.n, dtype=np.int32)),
+               "hashes": lists(index.gram_hash, pa.uint64()), "kinds": lists(index.gram_kind, pa.int8()),
+               "parts": lists(index.gram_part, pa.int32()), "positions": lists(index.gram_pos, pa.int64()),
+               "options": lists(index.gram_option, pa.bool_()), "pieces": lists(index.gram_piece, pa.int32())}
+    return pa.table(columns, schema=schema.ITEM_NGRAMS)
+
+
+def table_digest(table: pa.Table) -> str:
+    """sha256 of an `item_ngrams` table's values, column by column (its data version)."""
+    import pyarrow.compute as pc
+
+    digest = hashlib.sha256()
+    for name in table.column_names:
+        column = table[name]
+        digest.update(name.encode())
+        if name in ("item_id", "benchmark", "task", "format", "field"):
+            digest.update("\x1f".join(map(str, column.to_pylist())).encode())
+        elif name == "ngram":
+            digest.update(column.to_numpy().astype(np.int64).tobytes())
+        else:
+            digest.update(pc.list_value_length(column).to_numpy().astype(np.int64).tobytes())
+            digest.update(pc.list_flatten(column).to_numpy().tobytes())
+    return digest.hexdigest()
+
+
+def merged(tables: Sequence[pa.Table], n: int) -> ItemIndex:
+    """The index of every benchmark, from their `item_ngrams` tables (the rows of size `n`). Equal to
+    `build_index` over all their items: what decides a kind (template, shared passage) is counted
+    within one benchmark. Parts and positions are numbered anew per table, past the previous ones."""
+    import pyarrow.compute as pc
+
+    chunks: dict[str, list[np.ndarray]] = {k: [] for k in ("unit", "hash", "kind", "part", "pos", "option", "piece")}
+    items, fields, units, part_base, pos_base = [], [], 0, 0, 0
+    for table in tables:
+        table = table.filter(pc.equal(table["ngram"], n))
+        rows = table.select(["item_id", "benchmark", "task", "format", "field"]).to_pylist()
+        fields += [FIELDS.index(r.pop("field")) for r in rows]
+        items += rows[::2]   # each item's input row, then its label row
+        flat = {k: pc.list_flatten(table[column]).to_numpy() for k, column in (
+            ("hash", "hashes"), ("kind", "kinds"), ("part", "parts"), ("pos", "positions"), ("option", "options"),
+            ("piece", "pieces"))}
+        chunks["unit"].append(pc.list_parent_indices(table["hashes"]).to_numpy().astype(np.int64) + units)
+        for k in ("hash", "kind", "option"):
+            chunks[k].append(flat[k])
+        for k, base in (("part", part_base), ("piece", part_base), ("pos", pos_base)):
+            chunks[k].append(flat[k].astype(np.int64) + base)
+        units += table.num_rows
+        part_base += int(flat["part"].max()) + 1 if len(flat["part"]) else 0
+        pos_base += int(flat["pos"].max()) + n + 1 if len(flat["pos"]) else 0
+    if fields != [0, 1] * (len(fields) // 2):
+        raise ValueError("an item_ngrams table is not one input row and one label row per item, in order")
+    empty = {"unit": np.int64, "hash": np.uint64, "kind": np.int8, "part": np.int64, "pos": np.int64,
+             "option": bool, "piece": np.int64}
+    arrays = {k: np.concatenate(v).astype(empty[k]) if v else np.empty(0, dtype=empty[k]) for k, v in chunks.items()}
+    hashes = sorted_distinct(arrays["hash"][arrays["kind"] != TEMPLATE])
+    return ItemIndex(
+        n=n, items=items, unit_item=np.arange(units, dtype=np.int64) // 2,
+        unit_field=np.asarray(fields, dtype=np.int64),
+        gram_unit=arrays["unit"], gram_part=arrays["part"], gram_pos=arrays["pos"], gram_hash=arrays["hash"],
+        gram_kind=arrays["kind"], gram_option=arrays["option"], gram_piece=arrays["piece"], hashes=hashes,
+        digest=_digest(n, hashes))
+
+
+def sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """np.unique's result, by a sort: numpy 2's hash-based unique takes five times as long on
+    millions of 64-bit hashes."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
+def _digest(n: int, hashes: np.ndarray) -> str:
+    return hashlib.sha256(f"{INDEX_VERSION}|{n}|".encode() + hashes.tobytes()).hexdigest()[:16]
 
 
 def _pieces(gram_item: np.ndarray, gram_hash: np.ndarray, part: np.ndarray,

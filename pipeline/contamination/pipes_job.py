@@ -2,7 +2,7 @@
 
     python -m pipeline.contamination.pipes_job      (launched by dg.PipesSubprocessClient)
 
-It reads the corpus spec, the items' lake files and the output folder from the Pipes extras,
+It reads the corpus spec, the items' n-gram index (`item_ngrams`) and the output folder from the Pipes extras,
 scans with Ray (a local Ray on this machine's cores, or the cluster at the spec's `ray_address`),
 streams its progress lines to Dagster's log, writes overlap.parquet and quarantine.parquet to the
 output folder (and reading.parquet) and sends the summary back as a custom message."""
@@ -18,17 +18,16 @@ from dagster_pipes import open_dagster_pipes
 
 from pipeline import schema
 from pipeline.contamination.corpora import CorpusSpec
-from pipeline.contamination.index import ITEM_COLUMNS
-from pipeline.contamination.run import compute_overlap, reading_row, summary
+from pipeline.contamination.run import compute_overlap, item_index, reading_row, summary
 
 
 def main() -> None:
     with open_dagster_pipes() as pipes:
         extras = pipes.extras
         spec = CorpusSpec.model_validate(extras["spec"])
-        items = pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in extras["items_files"]]).to_pylist()
+        index = item_index(extras["index_files"], extras["items_files"], spec.ngram, log=pipes.log.info)
         references = {k: CorpusSpec.model_validate(v) for k, v in (extras.get("references") or {}).items()}
-        result = compute_overlap(spec, extras["corpus"], items, Path(extras["cache_dir"]), engine="ray",
+        result = compute_overlap(spec, extras["corpus"], index, Path(extras["cache_dir"]), engine="ray",
                                  log=pipes.log.info, references=references)
         out = Path(extras["out_dir"])
         pq.write_table(pa.Table.from_pylist(result.rows, schema=schema.CORPUS_OVERLAP), out / "overlap.parquet")

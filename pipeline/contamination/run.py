@@ -12,7 +12,7 @@ from typing import Any
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.engines import CorpusScan, scan_corpus
 from pipeline.contamination.fields import check_fields as check_fields
-from pipeline.contamination.index import ItemIndex, build_index
+from pipeline.contamination.index import FIELDS, ITEM_COLUMNS, ItemIndex, build_index, merged
 from pipeline.contamination.overlap import LEVELS, overlap_rows, share_histogram
 
 
@@ -24,21 +24,48 @@ class Overlap:
     index: ItemIndex
 
 
-def compute_overlap(spec: CorpusSpec, name: str, items: Sequence[dict[str, Any]], cache_root: Path, *,
+def compute_overlap(spec: CorpusSpec, name: str, index: ItemIndex, cache_root: Path, *,
                     engine: str | None = None, workers: int | None = None,
                     log: Callable[[str], None] | None = None,
                     references: dict[str, CorpusSpec] | None = None) -> Overlap:
-    """`references`: the reference corpora (public classical texts), scanned with the same index
+    """`index`: the items' n-gram index of the corpus's n-gram size (`item_index`).
+    `references`: the reference corpora (public classical texts), scanned with the same index
     (from their own scan cache when unchanged); what they hold of an item is its source. A
     reference corpus's own verdict uses the others."""
     check_fields(spec, name)
-    index = build_index(items, spec.ngram)
     scan = scan_corpus(spec, name, index, cache_root, engine=engine, workers=workers, log=log)
     held = reference_hashes(index, {k: v for k, v in (references or {}).items() if k != name}, cache_root,
                             engine=engine, workers=workers, log=log)
     rows = overlap_rows(index, scan, name, spec, reference=held)
     quarantine = [{"corpus": name, **q} for q in scan.quarantine]
     return Overlap(rows, quarantine, scan, index)
+
+
+def item_index(index_files: Sequence[Path], items_files: Sequence[Path], n: int,
+               log: Callable[[str], None] | None = None) -> ItemIndex:
+    """The index of every built benchmark's items for n-grams of `n` characters: the `item_ngrams`
+    tables the prepare runs stored, when they hold that size for exactly the items built (files by
+    benchmark, in the same order); otherwise built here from the items, with a line saying why (a
+    lake from before the index was stored, or a size only a command-line scan uses)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    why = None
+    if [Path(f).name for f in index_files] != [Path(f).name for f in items_files]:
+        why = "not stored for every built benchmark"
+    else:
+        tables = [pq.read_table(f) for f in index_files]
+        for table, items_file in zip(tables, items_files):
+            rows = table.filter(pc.and_(pc.equal(table["ngram"], n), pc.equal(table["field"], FIELDS[0])))
+            if rows["item_id"].to_pylist() != pq.read_table(items_file, columns=["item_id"])["item_id"].to_pylist():
+                why = f"not stored for {n}-grams of the items built" if rows.num_rows else f"not stored for {n}-grams"
+                break
+        else:
+            return merged(tables, n)
+    (log or (lambda line: None))(f"item n-gram index {why}: building it for this scan")
+    items = pa.concat_tables([pq.read_table(f, columns=ITEM_COLUMNS) for f in items_files]).to_pylist()
+    return build_index(items, n)
 
 
 def reading_row(name: str, scan: CorpusScan) -> dict[str, Any]:
