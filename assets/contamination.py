@@ -86,7 +86,7 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
     bad = schema.to_frame(quarantine, schema.CORPUS_QUARANTINE)
     read = schema.to_frame(reading, schema.CORPUS_READING)
     yield dg.Output(overlap, output_name="corpus_overlap", data_version=content_version(overlap),
-                    metadata=_metadata(info, overlap))
+                    metadata=_metadata(name, info, overlap))
     yield dg.Output(bad, output_name="corpus_quarantine", data_version=content_version(bad),
                     metadata={"files": len(bad), "first": dg.MetadataValue.json(quarantine[:20])})
     yield dg.Output(read, output_name="corpus_reading", data_version=content_version(read),
@@ -151,37 +151,28 @@ def _scan_with_ray(context, client: dg.PipesSubprocessClient, spec: "CorpusSpec"
     return rows, quarantine, reading, info
 
 
-def _metadata(info: dict, overlap: "pd.DataFrame") -> dict:
+def _metadata(name: str, info: dict, overlap: "pd.DataFrame") -> dict:
+    """The scan's facts (`info`) and what its rows say, counted by the warehouse's own views."""
     from pipeline.contamination.overlap import LEVELS
+    from pipeline.contamination.tables import rows_report
 
-    per_benchmark = info.get("per benchmark", {})
+    report = rows_report(overlap, name)
     table = ["| benchmark | items | checked | contaminated | rate | " + " | ".join(LEVELS) + " |",
              "| --- | ---: | ---: | ---: | ---: | " + " | ".join("---:" for _ in LEVELS) + " |"]
-    for bench, b in sorted(per_benchmark.items()):
+    for b in report.benchmarks:
         rate = "-" if b["rate"] is None else f"{100 * b['rate']:.1f}%"
-        table.append(f"| {bench} | {b['items']} | {b['checked']} | {b['contaminated']} | {rate} | "
-                     + " | ".join(str(b[level]) for level in LEVELS) + " |")
-    hist = info.get("specific share histogram", {})
-    histogram = ["| specific share | items |", "| --- | ---: |", *(f"| {k} | {v} |" for k, v in hist.items())]
-    examples = {level: _examples(overlap[overlap["level"] == level].sort_values("specific_share", ascending=False))
-                for level in LEVELS[:3]}
-    keep = ("engine", "files", "files scanned", "files reused", "files quarantined", "MB", "seconds", "items",
-            "contaminated", "too short", "ngram", "index")
+        table.append(f"| {b['benchmark']} | {b['n_items']} | {b['n_checked']} | {b['n_contaminated']} | {rate} | "
+                     + " | ".join(str(b[f"n_{level}"]) for level in LEVELS) + " |")
+    histogram = ["| specific share | items |", "| --- | ---: |",
+                 *(f"| {k} | {v} |" for k, v in report.histogram.items())]
+    levels = {level: sum(b[f"n_{level}"] for b in report.benchmarks) for level in LEVELS}
+    examples = {"contaminated": report.flagged, "source_only": report.source_only,
+                "clean, with some of its own n-grams found": report.not_flagged}
+    keep = ("engine", "files", "files scanned", "files reused", "files quarantined", "MB", "seconds", "ngram", "index")
     return {**{k: info[k] for k in keep if k in info},
+            "items": report.items, "contaminated": report.contaminated, "too short": report.too_short,
             **{f"reading: {k}": v for k, v in info.get("reading", {}).items()},
-            "levels": dg.MetadataValue.json(info.get("levels", {})),
+            "levels": dg.MetadataValue.json(levels),
             "per benchmark": dg.MetadataValue.md("\n".join(table)),
             "specific shares": dg.MetadataValue.md("\n".join(histogram)),
             "examples": dg.MetadataValue.json(examples)}
-
-
-def _examples(frame: "pd.DataFrame", n: int = 5) -> list[dict]:
-    import pandas as pd
-
-    def share(value) -> float | None:
-        return round(float(value), 3) if pd.notna(value) else None
-
-    return [{"item": r.item_id, "specific share": share(r.specific_share), "source share": share(r.source_share),
-             "document": r.answer_doc or r.specific_doc or r.source_doc,
-             "snippet": r.specific_snippet or r.source_snippet}
-            for r in frame.head(n).itertuples()]

@@ -21,6 +21,7 @@ SELECT
     count(*) FILTER (WHERE level = 'item_with_answer')         AS n_item_with_answer,
     count(*) FILTER (WHERE level = 'item')                     AS n_item,
     count(*) FILTER (WHERE level = 'source_only')              AS n_source_only,
+    count(*) FILTER (WHERE level = 'clean')                    AS n_clean,
     count(*) FILTER (WHERE level = 'source_only') / count(*)  AS source_only_rate,   -- of all items
     count(*) FILTER (WHERE input_flagged)                      AS n_input_flagged,
     count(*) FILTER (WHERE label_flagged)                      AS n_label_flagged,

@@ -265,16 +265,3 @@ def _needed(index: ItemIndex, kind: np.ndarray, field: np.ndarray, threshold: fl
             "specific": np.maximum(np.ceil(threshold * specific), 1), "stem": np.maximum(np.ceil(threshold * stem), 1),
             "others": np.maximum(np.ceil(threshold * np.maximum(options - labels, 0)), 1),
             "eligible": (labels > 0) & (specific > 0) & ~mcq, "mcq": mcq & (labels > 0) & (stem > 0)}
-
-
-def share_histogram(shares: list[float | None], bins: int = 10) -> dict[str, int]:
-    """How many shares fall in each tenth (and how many fields had no n-gram)."""
-    out = {f"{b / bins:.1f}-{(b + 1) / bins:.1f}": 0 for b in range(bins)}
-    out["no n-gram"] = 0
-    for s in shares:
-        if s is None:
-            out["no n-gram"] += 1
-        else:
-            b = min(int(s * bins), bins - 1)
-            out[f"{b / bins:.1f}-{(b + 1) / bins:.1f}"] += 1
-    return out

@@ -1,4 +1,4 @@
-"""A corpus against the benchmarks' items, start to end: check the fields, build the index, scan,
+"""A corpus against the benchmarks' items, start to end: check the fields, read the index, scan,
 and turn the matches into one row per item. What the `corpus_overlap` asset (and its Ray job
 through Dagster Pipes) calls."""
 
@@ -13,7 +13,7 @@ from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.engines import CorpusScan, scan_corpus
 from pipeline.contamination.fields import check_fields as check_fields
 from pipeline.contamination.index import FIELDS, ITEM_COLUMNS, ItemIndex, build_index, merged
-from pipeline.contamination.overlap import LEVELS, overlap_rows, share_histogram
+from pipeline.contamination.overlap import overlap_rows
 
 
 @dataclass
@@ -88,30 +88,14 @@ def reference_hashes(index: ItemIndex, references: dict[str, CorpusSpec], cache_
 
 
 def summary(result: Overlap) -> dict[str, Any]:
-    """What the asset shows: files, MB, speed, and per benchmark the items at each level, with the
-    distribution of specific shares."""
-    rows, scan = result.rows, result.scan
-    per_benchmark: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        b = per_benchmark.setdefault(row["benchmark"], {"items": 0, "checked": 0, "contaminated": 0,
-                                                        **dict.fromkeys(LEVELS, 0)})
-        b["items"] += 1
-        b["checked"] += row["status"] == "checked"
-        b["contaminated"] += bool(row["contaminated"])
-        b[row["level"]] += 1
-    for b in per_benchmark.values():
-        b["rate"] = round(b["contaminated"] / b["checked"], 4) if b["checked"] else None
+    """What the scan did: files, MB, speed, what it read, the index. What its rows say (items per
+    level, per benchmark, the share histogram) is counted by the warehouse's own views over them
+    (tables.rows_report), not here."""
+    scan = result.scan
     scanned_bytes = sum(scan.files[p].bytes for p in scan.files) if scan.files else 0
     return {
         "engine": scan.engine, "files": len(scan.files) + len(scan.quarantine), "files scanned": scan.scanned,
         "files reused": scan.reused, "files quarantined": len(scan.quarantine),
         "MB": round(scanned_bytes / 1e6, 2), "seconds": round(scan.seconds, 2),
-        "items": len(rows), "contaminated": sum(bool(r["contaminated"]) for r in rows),
-        "too short": sum(r["status"] == "too_short" for r in rows),
-        "levels": {lv: sum(r["level"] == lv for r in rows) for lv in LEVELS},
-        "reading": scan.reading_summary(),
-        "per benchmark": per_benchmark,
-        "specific share histogram": share_histogram([r["specific_share"] for r in rows]),
-        "input share histogram": share_histogram([r["input_share"] for r in rows]),
-        "index": result.index.digest, "ngram": result.index.n,
+        "reading": scan.reading_summary(), "index": result.index.digest, "ngram": result.index.n,
     }

@@ -127,13 +127,25 @@ def corpus_report(con: duckdb.DuckDBPyConnection, corpus: str) -> CorpusReport:
         effect=effect)
 
 
+def rows_report(overlap: Any, corpus: str) -> CorpusReport:
+    """`corpus_report` of one scan's rows (a DataFrame of corpus_overlap) before any warehouse holds
+    them: the warehouse's own views (sql/50_corpus_contamination.sql) over an in-memory table, so
+    the scan's metadata and the warehouse count the levels alike."""
+    from pipeline.paths import SQL_DIR
+
+    with duckdb.connect() as con:
+        con.register("corpus_overlap", overlap)
+        con.execute((SQL_DIR / "50_corpus_contamination.sql").read_text(encoding="utf-8"))
+        return corpus_report(con, corpus)
+
+
 def corpus_reports(con: duckdb.DuckDBPyConnection, corpus: str | None = None) -> list[CorpusReport]:
     """Every scanned corpus's report (or the one named; none when it was not scanned)."""
     return [corpus_report(con, name) for name in corpus_names(con) if corpus is None or name == corpus]
 
 
 def _bin_label(b: int) -> str:
-    """The labels of pipeline/contamination/overlap.py's share_histogram."""
+    """A tenth's label: 0.0-0.1, ..., 0.9-1.0."""
     return f"{b / BINS:.1f}-{(b + 1) / BINS:.1f}"
 
 
