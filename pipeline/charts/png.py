@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from pipeline.charts.colours import _style
+from pipeline.charts.colours import COLOURS, _style
 from pipeline.charts.data import _row_tick_labels, _series_values, _x_label
 from pipeline.charts.text import safe_label
 
@@ -95,13 +95,37 @@ def _bars(ax, ys: list[float], xs: list[float], lo: list[float], hi: list[float]
                            edgecolor="#333333", linewidth=0.8))
 
 
+# Drawn flat, so kept exactly in the palette: every model colour, white, the whiskers' and the
+# grid's greys, black text.
+_EXACT = (*COLOURS, "#FFFFFF", "#333333", "#DDDDDD")
+_PALETTE = 64
+
+
 def _compact_png(png: bytes) -> bytes:
     """A palette PNG: the chart has a handful of flat colours plus anti-aliasing, so 64 colours look
-    the same at a third of the size."""
+    the same at a third of the size. The palette is the chart's own colours, then median-cut ones
+    for the anti-aliased edges. PIL maps pixels to a given palette approximately, so a pixel drawn
+    in one of the chart's own colours is then set to that entry: a model that draws few pixels
+    keeps its colour exactly."""
+    import numpy as np
     from PIL import Image
 
     with Image.open(io.BytesIO(png)) as image:
-        out = io.BytesIO()
-        image.convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(
-            out, format="PNG", optimize=True)
+        rgb = image.convert("RGB")
+    exact = [int(c[i:i + 2], 16) for c in _EXACT for i in (1, 3, 5)]
+    cut = rgb.quantize(colors=_PALETTE - len(_EXACT), method=Image.Quantize.MEDIANCUT,
+                       dither=Image.Dither.NONE).getpalette()[:3 * (_PALETTE - len(_EXACT))]
+    entries = exact + cut
+    palette = Image.new("P", (1, 1))
+    palette.putpalette(entries + exact[:3] * (256 - len(entries) // 3))   # the rest: copies of the first
+    indexed = rgb.quantize(palette=palette, dither=Image.Dither.NONE)
+    pixels = np.asarray(rgb, dtype=np.uint32)
+    packed = (pixels[..., 0] << 16) | (pixels[..., 1] << 8) | pixels[..., 2]
+    index = np.array(indexed, dtype=np.uint8)
+    for k, colour in enumerate(_EXACT):
+        index[packed == int(colour[1:], 16)] = k
+    out_image = Image.fromarray(index, mode="P")
+    out_image.putpalette(indexed.getpalette())
+    out = io.BytesIO()
+    out_image.save(out, format="PNG", optimize=True)
     return out.getvalue()

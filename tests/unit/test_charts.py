@@ -264,3 +264,22 @@ def test_a_corrupt_or_stale_font_cache_is_ignored_and_written_again(tmp_path, co
     assert json.loads((tmp_path / "fonts.json").read_text())["families"] == list(charts.fonts()[0])
     warm, imported = svg_in_fresh_process(frame, "t", tmp_path)
     assert warm == svg and not imported
+
+
+def test_png_keeps_each_model_colour_exact_even_where_it_draws_few_pixels():
+    """The compact palette is seeded with the chart's own colours: a model whose bars are a few
+    pixels (a score of 0.5 beside seven models' 28-85) keeps its colour exactly, as in the SVG."""
+    import io
+
+    from PIL import Image
+
+    from pipeline.charts.colours import COLOURS, model_colours
+
+    models = [f"model-{k}" for k in range(8)]
+    frame = table([f"task {r}" for r in range(5)], models, score=lambda r, m: 0.5 if m == 0 else 20.0 + 8 * m + r)
+    colours = model_colours(models)
+    png = charts.paper_table_chart(frame, "Table 2: many models", "png", colours=colours)
+    with Image.open(io.BytesIO(png)) as image:
+        present = {"#{:02X}{:02X}{:02X}".format(*rgb) for _, rgb in image.convert("RGB").getcolors(1 << 20)}
+    assert set(colours.values()) <= present, sorted(set(colours.values()) - present)
+    assert colours["model-0"] == COLOURS[0]
