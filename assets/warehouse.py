@@ -118,9 +118,8 @@ def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResour
     report_file = _report(context, db_path)
     with connect_readonly(db_path) as con:
         frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
-        return _scores_result(con, frame, "leaderboard", db_path, {
-            "report": dg.MetadataValue.path(str(report_file)),
-            "report_url": dg.MetadataValue.url(report_file.as_uri())})
+        # a path, shown as a path: browsers do not open a file:// link from the UI's http:// page
+        return _scores_result(con, frame, "leaderboard", db_path, {"report": dg.MetadataValue.path(str(report_file))})
 
 
 def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:

@@ -36,7 +36,7 @@ def test_a_ui_run_writes_the_report_and_the_asset_links_to_it(warehouse, tmp_pat
     metadata = _materialize(warehouse, tmp_path / "reports", monkeypatch)
     index = Path(metadata["report"].value)
     assert index.is_file() and index.parent.parent == tmp_path / "reports" and index.name == "index.html"
-    assert metadata["report_url"].value == index.as_uri()
+    assert "report_url" not in metadata   # a file:// link the UI's page cannot open
     assert (index.parent / "results.json").is_file() and list(index.parent.glob("samples_*.jsonl"))
     assert "dagster run " in (index.parent / "results.json").read_text(encoding="utf-8")
 

@@ -102,7 +102,7 @@ def ui(tmp_path_factory):
     env = {"DAGSTER_HOME": str(home), "WENHENG_LAKE": str(tmp / "lake"),
            "WENHENG_WAREHOUSE": str(tmp / "warehouse.duckdb"), "WENHENG_CACHE": str(tmp / "cache"),
            "WENHENG_MODELS": str(write_yaml(tmp / "models.yaml", BASELINES)),
-           "WENHENG_SOURCES": str(ROOT / "data" / "sources.yaml")}
+           "WENHENG_SOURCES": str(ROOT / "data" / "sources.yaml"), "WENHENG_REPORTS": str(tmp / "reports")}
     with pytest.MonkeyPatch.context() as mp:
         for name, value in env.items():
             mp.setenv(name, value)
@@ -254,3 +254,9 @@ def test_leaderboard_materialized_from_the_ui_shows_its_scores(ui):
     assert all(done and w > 200 and h > 100 for done, w, h in sizes), f"charts not drawn: {sizes}"
     page.wait_for_timeout(600)   # the dialog fades in: the screenshot waits for it to be opaque
     shots.take(page, "leaderboard_scores")
+    page.keyboard.press("Escape")
+    # the report: its path, shown as text (no file:// link, which the browser would refuse from here)
+    report = next(iter((tmp / "reports").glob("*/index.html")), None)
+    assert report is not None, "the UI's run wrote no report"
+    page.get_by_text(str(report)).first.wait_for()
+    assert page.locator("a[href^='file:']").count() == 0
