@@ -359,7 +359,8 @@ PAPER_TABLES = pa.schema([
     _noted("coverage", pa.float64(), "n_scored / n_items"),
     _noted("headline", pa.bool_(), "a leaderboard row"),
     _noted("note", _str, "why coverage is below 1, why a row is not comparable, how its interval was drawn"),
-    _noted("scored_by", _str, "who scored the row's items: rules, or judge <model> (<prompt set> prompts)"),
+    _noted("scored_by", _str, "who scored the row's items: rules, or judge MODEL (SET prompts), e.g. "
+                                 "judge gpt-4o (official prompts)"),
     _noted("comparable", pa.bool_(), "false: the paper judged these items with an LLM, here rules or the demo "
                                      "judge did"),
     _noted("chance", pa.float64(), "chance level x100 (1/k options, nested like the score); null where an item "
