@@ -14,7 +14,7 @@ from markupsafe import Markup
 
 from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
-from pipeline.reports.text import KEY, marks, no_scores, unscored
+from pipeline.reports.text import KEY, grouped_notes, marks, no_scores, unscored
 from pipeline.rows import missing as _missing
 from pipeline.rows import row_label as _row_label
 
@@ -64,14 +64,14 @@ def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
         chance = {}
         for r in g.itertuples(index=False):
             chance.setdefault(_row_label(r.row_label, r.metric), getattr(r, "chance", None))
-        notes = [f"{_row_label(r.row_label, r.metric)} ({r.model}): {r.note}" for r in g.itertuples(index=False)
-                 if r.note]
+        notes = grouped_notes(((f"{_row_label(r.row_label, r.metric)} ({r.model})", r.note)
+                               for r in g.itertuples(index=False)), len(g))
         out.append({**dict(zip(GROUP_KEYS, keys)), "title": g["title"].iloc[0], "models": models,
                     "rows": [{"label": label, "cells": [cells.get((label, m)) for m in models],
                               "chance": "" if _missing(chance.get(label)) else _num(chance.get(label))}
                              for label in labels],
                     "chance": any(not _missing(v) for v in chance.values()),
-                    "notes": list(dict.fromkeys(notes)), "empty": None})
+                    "notes": notes, "empty": None})
     return out
 
 

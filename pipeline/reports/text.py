@@ -7,6 +7,7 @@ scored."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import pandas as pd
 
@@ -101,6 +102,18 @@ def row_labels(frame: pd.DataFrame) -> pd.Series:
     return pd.Series([row_label(str(label), m) for label, m in zip(frame["row_label"], metric)], index=frame.index)
 
 
+def grouped_notes(notes: Iterable[tuple[str, str]], everywhere: int | None = None) -> list[str]:
+    """(where, note) pairs -> one line per distinct note, naming where it applies: a note that 11
+    rows share is printed once, not 11 times. `everywhere`: how many places there are; a note on
+    all of them says "every row"."""
+    where: dict[str, list[str]] = {}
+    for place, note in notes:
+        if note and place not in where.setdefault(str(note), []):
+            where[str(note)].append(place)
+    return [f"{note} (every row)" if everywhere and len(places) == everywhere and everywhere > 1
+            else f"{', '.join(places)}: {note}" for note, places in where.items()]
+
+
 # ---- Markdown: the scores as the Dagster UI shows them --------------------------------------------
 
 def scores_markdown(frame: pd.DataFrame, titles: dict[str, str], chart=None) -> str:
@@ -130,12 +143,17 @@ def _markdown_table(part: pd.DataFrame) -> list[str]:
     part = part.assign(row=row_labels(part),
                        cell=[f"{cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
     models = sorted(part["model"].unique())
-    lines = ["| | " + " | ".join(md(m) for m in models) + " |", "|---" * (len(models) + 1) + "|"]
+    # as the report's pages show them: the row's chance level, and who scored its items
+    lines = ["| | " + " | ".join(md(m) for m in models) + " | chance | scored by |", "|---" * (len(models) + 3) + "|"]
     for row, cells in part.groupby("row", sort=False):
         by_model = dict(zip(cells["model"], cells["cell"]))
-        lines.append(f"| {md(row)} | " + " | ".join(by_model.get(m, "") for m in models) + " |")
-    notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
-    return lines + [""] + [f"- note: {md(row)}: {md(note)}" for row, note in notes]
+        chance = next((c for c in cells.get("chance", []) if not missing(c)), None)
+        scorers = sorted({str(x) for x in cells.get("scored_by", []) if not missing(x) and x})
+        shown = "-" if chance is None else f"{float(chance):.1f}"   # x100 already, as the score
+        lines.append(f"| {md(row)} | " + " | ".join(by_model.get(m, "") for m in models)
+                     + f" | {shown} | {md(', '.join(scorers) or '-')} |")
+    notes = grouped_notes(part[["row", "note"]].dropna().itertuples(index=False), part["row"].nunique())
+    return lines + [""] + [f"- note: {md(note)}" for note in notes]
 
 
 def _percent(coverage) -> str:

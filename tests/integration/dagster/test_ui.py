@@ -79,7 +79,8 @@ def test_scores_markdown_has_a_cell_per_model_and_row_and_a_chart_per_table():
               row_label=["General | Historical", "General | Historical", "Poetry", "Poetry"],
               score=[100.0, 25.0, 100.0, None], ci_low=[100.0, 5.0, 100.0, None], ci_high=[100.0, 50.0, 100.0, None],
               n_scored=[8, 8, 4, 0], n_items=[8, 8, 5, 5], coverage=[1.0, 1.0, 0.8, 0.0],
-              note=[None, None, None, "no scored items in: Poetry"]),
+              note=[None, None, None, "no scored items in: Poetry"], chance=[25.0, 25.0, 33.3, 33.3],
+              scored_by=["rules", "rules", "rules", None]),
         _rows(model=["random"], setting=["five_shot"], row_order=[0], row_label=["Poetry"], score=[40.0],
               ci_low=[10.0], ci_high=[70.0], n_scored=[5], n_items=[5], coverage=[1.0], capped=[True]),
     ], ignore_index=True)
@@ -91,15 +92,28 @@ def test_scores_markdown_has_a_cell_per_model_and_row_and_a_chart_per_table():
     assert [line for line in lines if line.startswith("**")] == [
         "**AC-EVAL - Tables 3-6: accuracy per level** (split test, setting zero_shot, variant original)",
         "**AC-EVAL - Tables 3-6: accuracy per level** (split test, setting five_shot, variant original)"]
-    assert "| | oracle | random |" in lines and "| | random |" in lines
-    # a '|' inside a label is escaped, not a new column
-    assert "| General \\| Historical | 100.0 [100.0, 100.0] 8/8, 100% | 25.0 [5.0, 50.0] 8/8, 100% |" in lines
-    assert "| Poetry | 100.0 [100.0, 100.0] 4/5, 80% | - 0/5, 0% |" in lines
-    assert "| Poetry | 40.0* [10.0, 70.0] 5/5, 100% |" in lines   # * : max_tokens cut the budget
+    assert "| | oracle | random | chance | scored by |" in lines and "| | random | chance | scored by |" in lines
+    # a '|' inside a label is escaped, not a new column; each row's chance level and scorers as the pages show
+    assert ("| General \\| Historical | 100.0 [100.0, 100.0] 8/8, 100% | 25.0 [5.0, 50.0] 8/8, 100% | 25.0 "
+            "| rules |") in lines
+    assert "| Poetry | 100.0 [100.0, 100.0] 4/5, 80% | - 0/5, 0% | 33.3 | rules |" in lines
+    assert "| Poetry | 40.0* [10.0, 70.0] 5/5, 100% | - | - |" in lines   # * : max_tokens cut the budget
     assert "- note: Poetry: no scored items in: Poetry" in lines
     # one chart per paper table, over all its run settings, after its tables
     assert charted == [(5, "AC-EVAL - Tables 3-6: accuracy per level")] and lines[-1] == "CHART"
     assert "No scored items yet" in scores_markdown(frame.iloc[:0], {})
+
+
+def test_a_note_every_row_shares_is_printed_once():
+    from pipeline.reports.text import scores_markdown
+
+    note = "not comparable to the paper: judged by the bundled demo judge"
+    frame = _rows(model=["oracle"] * 3, row_order=[0, 1, 2], row_label=["a", "b", "c"], score=[50.0] * 3,
+                  n_scored=[4] * 3, n_items=[4] * 3, coverage=[1.0] * 3, note=[note] * 3)
+    lines = scores_markdown(frame, {"aceval": "AC-EVAL"}).splitlines()
+    assert [line for line in lines if line.startswith("- note:")] == [f"- note: {note} (every row)"]
+    two = scores_markdown(frame.assign(note=[note, note, None]), {"aceval": "AC-EVAL"}).splitlines()
+    assert [line for line in two if line.startswith("- note:")] == [f"- note: a, b: {note}"]
 
 
 def test_chart_markdown_is_an_inline_png():

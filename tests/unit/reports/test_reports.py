@@ -3,6 +3,7 @@ numbers are paper_tables', text is escaped everywhere, the sample browser's cap,
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -123,6 +124,18 @@ def test_index_links_pages_and_the_sample_browser(report):
         assert f'href="{name}.html"' in page and f'href="{name}.csv"' in page and f'href="{name}.md"' in page
     assert 'href="samples.html"' in page and 'href="results.json"' in page
     assert "Rebuilt from the warehouse" in page
+
+
+def test_index_shows_the_notes_its_key_promises(report, warehouse):
+    page = html.unescape((report / "index.html").read_text(encoding="utf-8"))
+    headline = paper_tables(warehouse).query("headline")
+    # the notes of the tables shown (a table with no score at all, e.g. withheld answers, is one line saying why)
+    shown = headline.groupby(["benchmark", "table_name", "split", "setting", "variant"]).filter(
+        lambda g: g["score"].notna().any())
+    notes = set(shown["note"].dropna())
+    assert notes, "the sample warehouse has no headline row with a note to show"
+    for note in notes:
+        assert note in page, f"index.html lacks the note {note!r}"
 
 
 def test_samples_embed_every_response_with_prompt_gold_and_scores(report, warehouse):
