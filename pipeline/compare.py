@@ -71,10 +71,24 @@ def compare(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str,
         raise CompareError("compare two different models")
     frame = pairwise(con, [model_a, model_b], benchmarks).get((model_a, model_b))
     if frame is None:
-        why = not_compared(con, None, model_a, model_b, benchmarks)
+        why = "".join(f"; {line}" for line in not_compared(con, None, model_a, model_b, benchmarks))
+        shared = shared_runs(con, model_a, model_b, benchmarks)
+        if shared:
+            raise CompareError(f"{model_a} and {model_b} share {shared} benchmark run(s), but no paper row of them "
+                               "has a score (gold answers withheld, as AC-EVAL's test split's: `wenheng submission` "
+                               "writes those)" + why)
         raise CompareError(f"{model_a} and {model_b} share no benchmark run (the same benchmark, split, setting "
-                           "and variant) in the warehouse" + "".join(f"; {line}" for line in why))
+                           "and variant) in the warehouse" + why)
     return frame
+
+
+def shared_runs(con: duckdb.DuckDBPyConnection, model_a: str, model_b: str, benchmarks: list[str] | None) -> int:
+    """How many runs (benchmark, split, setting, variant) both models answered."""
+    runs = """SELECT DISTINCT benchmark, split, setting, variant FROM responses r JOIN items USING (item_id, benchmark)
+              WHERE model = ? AND (? OR list_contains(?, benchmark))"""
+    names = list(benchmarks or [])
+    return con.execute(f"SELECT count(*) FROM ({runs} INTERSECT {runs})",
+                       [model_a, not names, names, model_b, not names, names]).fetchone()[0]
 
 
 def not_compared(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame | None, model_a: str, model_b: str,
@@ -159,15 +173,32 @@ def text(frame: pd.DataFrame, headline_only: bool = False) -> str:
         frame = frame[frame["headline"]]
     a, b = frame["model_a"].iloc[0], frame["model_b"].iloc[0]
     lines = [f"{a} - {b}: difference in score x100 on the same items, its paired-bootstrap 95% interval and "
-             f"two-sided p ({aggregate.REPLICATES} replicates); † = not comparable to the paper (see the leaderboard)"]
+             f"two-sided p ({aggregate.REPLICATES:,} replicates: p is resolved to {_floor():.3f}); "
+             "scored: the items each model has a score on, of the row's items; † = not comparable to the paper "
+             f"(see the leaderboard); ‡ = fewer than {FEW_SCORED} scored items: the interval is rough"]
     for keys, part in frame.groupby(["benchmark", "split", "setting", "variant"], sort=False, dropna=False):
         lines += ["", f"{keys[0]} · split {keys[1]} · setting {keys[2]} · variant {keys[3]}"]
         body = [[f"{r.title}: {r.row_label}" + (f" ({r.metric})" if r.metric not in ("accuracy", "mean") else ""),
-                 _num(r.score_a), _num(r.score_b), _signed(r.difference) + ("" if r.comparable else "†"),
+                 _num(r.score_a), _num(r.score_b), difference_text(r),
                  "" if r.ci_low is None else f"[{_signed(r.ci_low)}, {_signed(r.ci_high)}]", _p(r.p_value),
-                 f"{r.n_items:,}"] for r in part.itertuples(index=False)]
-        lines.append(table(["row", a, b, "difference", "95% interval", "p", "items"], body, align="l"))
+                 scored_text(r)] for r in part.itertuples(index=False)]
+        lines.append(table(["row", a, b, "difference", "95% interval", "p", "scored"], body, align="l"))
     return "\n".join(lines)
+
+
+FEW_SCORED = 30   # below this many scored items a row's bootstrap interval is rough
+
+
+def difference_text(r) -> str:
+    """The difference, marked † when not comparable to the paper and ‡ when few items are scored."""
+    few = min(r.n_scored_a, r.n_scored_b) < FEW_SCORED
+    return _signed(r.difference) + ("" if r.comparable else "†") + ("‡" if few else "")
+
+
+def scored_text(r) -> str:
+    """What the difference covers: the items each model has a score on, of the row's items."""
+    scored = f"{r.n_scored_a:,}" if r.n_scored_a == r.n_scored_b else f"{r.n_scored_a:,}, {r.n_scored_b:,}"
+    return f"{scored} of {r.n_items:,}"
 
 
 def _num(x) -> str:
@@ -175,10 +206,18 @@ def _num(x) -> str:
 
 
 def _signed(x) -> str:
-    return "–" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:+.1f}"
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "–"
+    return "0.0" if round(float(x), 1) == 0 else f"{x:+.1f}"   # no -0.0 or +0.0
+
+
+def _floor() -> float:
+    """The smallest p the bootstrap resolves: 1 / (replicates + 1)."""
+    return 1 / (aggregate.REPLICATES + 1)
 
 
 def _p(p) -> str:
+    """p at the bootstrap's resolution: at its floor, "≤" the floor (e.g. ≤0.001 for 1,000 replicates)."""
     if p is None or (isinstance(p, float) and np.isnan(p)):
         return "–"
-    return f"{p:.3f}" if p >= 0.001 else "<0.001"
+    return f"≤{_floor():.3f}" if p <= _floor() * (1 + 1e-9) else f"{p:.3f}"

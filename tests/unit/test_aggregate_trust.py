@@ -117,3 +117,49 @@ def test_every_benchmark_asked_to_compare_is_shown_or_said_why():
     assert len(lines) == 2 and lines[0].startswith("aceval: nothing to compare: no paper row")
     assert "withheld" in lines[0] and lines[1] == "fuxi: nothing to compare: no responses of b to it in the warehouse"
     assert not_compared(con, frame, "a", "b", None) == []
+
+
+def test_compare_text_says_what_a_difference_covers():
+    """Scored items (not the row's items) beside each difference, 0.0 for no difference, p at the
+    bootstrap's resolution, and a mark on rows with few scored items."""
+    import pandas as pd
+
+    from pipeline import aggregate
+    from pipeline.compare import COLUMNS, text
+
+    base = {"benchmark": "wenmind", "table_name": "overall", "row_order": 0, "metric": "mean", "split": "test",
+            "setting": "question_only", "variant": "original", "title": "Table 3", "headline": True,
+            "model_a": "a", "model_b": "b", "comparable": True}
+    rows = pd.DataFrame([
+        base | {"row_label": "overall", "score_a": 60.0, "score_b": 50.0, "difference": 10.0, "ci_low": 6.0,
+                "ci_high": 14.0, "p_value": 1 / (aggregate.REPLICATES + 1), "n_items": 4875, "n_scored_a": 947,
+                "n_scored_b": 947},
+        base | {"row_label": "tiny", "score_a": 50.0, "score_b": 50.0, "difference": -0.0001, "ci_low": -0.01,
+                "ci_high": 0.04, "p_value": 1.0, "n_items": 2, "n_scored_a": 2, "n_scored_b": 1},
+    ], columns=COLUMNS)
+    lines = text(rows).splitlines()
+    overall = next(line for line in lines if "Table 3: overall" in line)
+    assert "947 of 4,875" in overall and "≤0.001" in overall and "<0.001" not in overall
+    tiny = next(line for line in lines if "Table 3: tiny" in line)
+    assert "0.0‡" in tiny and "[0.0, 0.0]" in tiny and "-0.0" not in tiny and "2, 1 of 2" in tiny
+    assert "‡ = fewer than 30 scored items" in lines[0]
+
+
+def test_compare_says_answers_withheld_when_the_shared_runs_have_no_score(monkeypatch):
+    import duckdb
+    import pytest
+
+    from pipeline import compare as comparing
+
+    con = duckdb.connect()
+    con.execute("CREATE TABLE items AS SELECT * FROM (VALUES ('aceval/test/x/0', 'aceval', 'test')) "
+                "t(item_id, benchmark, split)")
+    con.execute("CREATE TABLE responses AS SELECT * FROM (VALUES ('aceval/test/x/0', 'aceval', 'a', 'zero_shot_ao', "
+                "'original'), ('aceval/test/x/0', 'aceval', 'b', 'zero_shot_ao', 'original')) "
+                "t(item_id, benchmark, model, setting, variant)")
+    monkeypatch.setattr(comparing, "pairwise", lambda *args, **kwargs: {})   # no row with a score
+    assert comparing.shared_runs(con, "a", "b", ["aceval"]) == 1 and comparing.shared_runs(con, "a", "b", ["fuxi"]) == 0
+    with pytest.raises(comparing.CompareError, match=r"share 1 benchmark run\(s\), but no paper row .* withheld"):
+        comparing.compare(con, "a", "b", ["aceval"])
+    with pytest.raises(comparing.CompareError, match="share no benchmark run"):
+        comparing.compare(con, "a", "b", ["fuxi"])

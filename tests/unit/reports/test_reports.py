@@ -349,10 +349,11 @@ def test_a_judge_free_wenmind_overall_says_what_it_covers(warehouse, report):
 
 def test_compare_gives_paired_differences(warehouse, monkeypatch, capsys):
     from pipeline import cli
-    from pipeline.compare import compare
+    from pipeline.compare import compare, shared_runs
 
     with duckdb.connect(str(warehouse), read_only=True) as con:
         frame = compare(con, "oracle", "random", ["aceval"])
+        assert shared_runs(con, "oracle", "random", ["aceval"]) == 2   # dev (scored) and test (withheld)
         differences = con.execute("""SELECT count(*) FROM model_differences WHERE benchmark = 'aceval'
             AND (score_a IS NOT NULL OR score_b IS NOT NULL)""").fetchone()[0]
     assert len(frame) and differences == 2 * len(frame)   # each pair both ways (withheld rows: no number)
