@@ -12,6 +12,7 @@ import pandas as pd
 
 from pipeline import aggregate
 from pipeline.benchmarks import cards
+from pipeline.scoring.extract import AMBIGUOUS, EMPTY, NO_ANSWER, UNMATCHED
 
 CSV_COLUMNS = ["table", "row", "model", "value", "ci_low", "ci_high", "n_items", "n_scored", "coverage", "notes",
                "metric", "split", "setting", "variant", "capped", "title", "scored_by", "comparable", "chance"]
@@ -131,6 +132,26 @@ def write_samples_jsonl(con: duckdb.DuckDBPyConnection, benchmark: str, path, mo
     return written
 
 
+# The extractor's answers for "nothing found" (pipeline/scoring/extract.py), in the browser's words
+_SENTINELS = {NO_ANSWER: "no answer (the response says none is right)", AMBIGUOUS: "several or contradictory",
+              UNMATCHED: "not found in the response", EMPTY: "empty response"}
+
+
+def shown_extracted(value: str | None) -> str | None:
+    """An extracted answer as the sample browser shows it: a judge's values (a JSON list, e.g.
+    ["1"]) as text, the extractor's "nothing found" answers in English; anything else as it is."""
+    if value is None:
+        return None
+    if value.startswith("["):
+        try:
+            values = json.loads(value)
+        except ValueError:
+            values = None
+        if isinstance(values, list) and all(isinstance(v, (str, int, float)) for v in values):
+            return ", ".join(str(v) for v in values) or "(none)"
+    return _SENTINELS.get(value, value)
+
+
 def _prompt_messages(messages: str | None) -> Any:
     """The prompt as sent: chat messages as a list, a completion prompt as its text."""
     if messages is None:
@@ -223,10 +244,11 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
             "g": gold_index.setdefault(gold, len(gold_index)),
             "response": response, "error": _clip(r.error, 1000), "finish": r.finish_reason,
             "rule": None if r.rule_scorer is None and r.rule_score is None else {
-                "score": r.rule_score, "extracted": _clip(r.rule_extracted, 1000), "reason": _clip(r.rule_reason, 2000),
+                "score": r.rule_score, "extracted": _clip(shown_extracted(r.rule_extracted), 1000),
+                "reason": _clip(r.rule_reason, 2000),
                 "scorer": r.rule_scorer},
             "judge": None if r.judge_model is None and r.judge_score is None else {
-                "score": r.judge_score, "extracted": _clip(r.judge_extracted, 1000),
+                "score": r.judge_score, "extracted": _clip(shown_extracted(r.judge_extracted), 1000),
                 "reason": _clip(r.judge_reason, 2000), "verdict": verdict, "model": r.judge_model,
                 # the judge's prompt, stored once among the prompts (index), None before judgements kept it
                 "p": None if judge_prompt is None else prompt_index.setdefault(judge_prompt, len(prompt_index))},

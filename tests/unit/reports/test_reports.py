@@ -511,3 +511,14 @@ def test_chance_levels_show_beside_the_scores(report):
     assert '<th class="num">chance</th>' in page and '<td class="num muted">33.3</td>' in page
     csv = pd.read_csv(report / "cpdue.csv")
     assert "chance" in csv.columns and csv["chance"].notna().any()
+
+
+def test_the_sample_browser_shows_extracted_answers_as_text():
+    from pipeline.reports.data import shown_extracted
+    from pipeline.scoring.extract import AMBIGUOUS, EMPTY, NO_ANSWER, UNMATCHED
+
+    assert shown_extracted('["1"]') == "1" and shown_extracted('["A", "C"]') == "A, C"
+    assert shown_extracted("[]") == "(none)" and shown_extracted("[not json") == "[not json"
+    assert shown_extracted(UNMATCHED) == "not found in the response"
+    assert all(shown_extracted(s).isascii() for s in (NO_ANSWER, AMBIGUOUS, UNMATCHED, EMPTY))
+    assert shown_extracted("B") == "B" and shown_extracted("2/3") == "2/3" and shown_extracted(None) is None
