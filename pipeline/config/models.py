@@ -37,10 +37,11 @@ from pydantic import (
 
 from pipeline.config.entries import BenchmarkName, Entry, a_mapping, expect, not_blank, null_is, typed
 from pipeline.config.problems import ConfigError, Problems, problem, problems_at, where
+from pipeline.engines import ENGINE_CLASSES, engine_class
 from pipeline.script import VARIANT_CONFIGS
 
 MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-ENGINES = ("vllm", "openai", "baseline")
+ENGINES = tuple(ENGINE_CLASSES)   # pipeline/engines: the one table of engines
 # vLLM's parallelism, checked here so a bad size is a config line (the engine decides which of
 # them are part of its cache identity: pipeline/engines/vllm_engine.py).
 VLLM_PARALLEL_KEYS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
@@ -257,18 +258,7 @@ def is_demo_judge(model: ModelSpec) -> bool:
     return model.engine == "vllm" and str(model.params.get("model", "")).startswith("bundled:")
 
 
-def engine_class(engine: str) -> type:
-    if engine == "baseline":
-        from pipeline.engines.baseline import BaselineEngine
 
-        return BaselineEngine
-    if engine == "vllm":
-        from pipeline.engines.vllm_engine import VLLMEngine
-
-        return VLLMEngine
-    from pipeline.engines.openai_engine import OpenAIEngine
-
-    return OpenAIEngine
 
 
 @functools.cache

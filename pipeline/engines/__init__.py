@@ -11,6 +11,25 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+# Every engine models.yaml can name, and its class: the one table both the config check
+# (pipeline/config/models.py: which keys an entry may have) and construction (registry.build_engine)
+# read. Imported only when asked for: vLLM's module loads torch.
+ENGINE_CLASSES: dict[str, tuple[str, str]] = {
+    "vllm": ("pipeline.engines.vllm_engine", "VLLMEngine"),
+    "openai": ("pipeline.engines.openai_engine", "OpenAIEngine"),
+    "baseline": ("pipeline.engines.baseline", "BaselineEngine"),
+}
+
+
+def engine_class(engine: str) -> type:
+    """The class of engine `engine`; a name not in ENGINE_CLASSES is a ValueError."""
+    import importlib
+
+    if engine not in ENGINE_CLASSES:
+        raise ValueError(f"unknown engine {engine!r} (known: {', '.join(ENGINE_CLASSES)})")
+    module, name = ENGINE_CLASSES[engine]
+    return getattr(importlib.import_module(module), name)
+
 
 @dataclass(frozen=True)
 class Request:

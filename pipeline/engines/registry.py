@@ -7,24 +7,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pipeline.config import ModelSpec
+from pipeline.engines import engine_class
 
 _kept = 0   # how many keep_engines blocks are open in this process
 
 
 def build_engine(spec: ModelSpec):
-    if spec.engine == "baseline":
-        from pipeline.engines.baseline import BaselineEngine
-
-        return BaselineEngine(**spec.params)
-    if spec.engine == "vllm":
-        from pipeline.engines.vllm_engine import VLLMEngine
-
-        return VLLMEngine(**spec.params)
-    if spec.engine == "openai":
-        from pipeline.engines.openai_engine import OpenAIEngine
-
-        return OpenAIEngine(**spec.params)
-    raise ValueError(f"model {spec.name}: unknown engine {spec.engine!r}")
+    try:
+        cls = engine_class(spec.engine)
+    except ValueError as exc:
+        raise ValueError(f"model {spec.name}: {exc}") from None
+    return cls(**spec.params)
 
 
 @contextmanager

@@ -109,3 +109,23 @@ def test_an_unset_api_key_is_checked_for_the_models_and_judges_to_be_run(tmp_pat
     assert load_config(sources, judged, run_models=["oracle"], run_benchmarks=["aceval"])
     monkeypatch.setenv("WENHENG_TEST_UNSET_KEY", "k")
     assert load_config(sources, judged)
+
+
+def test_one_table_of_engines_for_the_config_check_and_construction():
+    """models.yaml's engine names, the keys each entry may have and the object built all come from
+    pipeline.engines.ENGINE_CLASSES; a name not there is refused, never read as OpenAI's."""
+    import pytest
+
+    from pipeline.config import ENGINES
+    from pipeline.config.models import engine_entry
+    from pipeline.engines import ENGINE_CLASSES, engine_class
+
+    assert ENGINES == tuple(ENGINE_CLASSES)
+    for name in ENGINES:
+        cls = engine_class(name)
+        assert cls.__name__ == ENGINE_CLASSES[name][1]
+        # (vLLM's llm_kwargs are written at the top level of its entry)
+        own = set(list(__import__("inspect").signature(cls.__init__).parameters)[1:]) - {"kwargs", "llm_kwargs"}
+        assert own <= set(engine_entry(name).model_fields), name
+    with pytest.raises(ValueError, match="unknown engine 'tgi'"):
+        engine_class("tgi")
