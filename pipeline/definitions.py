@@ -64,8 +64,8 @@ def _unpartitioned(*groups: str) -> dg.AssetSelection:
 # unpartitioned) runs in the publish run, whoever launches it (pipeline/staleness.py).
 prepare_job = dg.define_asset_job(
     "prepare", selection=dg.AssetSelection.groups(SOURCES, ITEMS),
-    description="One benchmark: sources -> items -> dedup clusters -> script variants -> prompts; "
-                "contamination across benchmarks.")
+    description="One benchmark: sources -> items -> dedup clusters -> script variants -> prompts, and its "
+                "contamination n-gram index (item_ngrams); contamination across benchmarks.")
 evaluate_job = dg.define_asset_job(
     "evaluate", selection=dg.AssetSelection.groups(EVALUATE),
     description="One benchmark x model partition: inference through the response cache, the LLM judge "
