@@ -137,11 +137,12 @@ def index_table(index: ItemIndex) -> pa.Table:
 
     from pipeline import schema
 
-    order = np.argsort(index.gram_unit, kind="stable")   # already in unit order: kept so
+    if (np.diff(index.gram_unit) < 0).any():   # build_index keys the texts unit by unit
+        raise ValueError("the index's n-grams are not in unit order")
     offsets = np.concatenate(([0], np.cumsum(np.bincount(index.gram_unit, minlength=index.units))))
 
     def lists(values: np.ndarray, kind: pa.DataType) -> pa.ListArray:
-        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values[order], kind))
+        return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(values, kind))
 
     entry = [index.items[i] for i in index.unit_item.tolist()]
     columns = {"item_id": [e["item_id"] for e in entry], "benchmark": [e["benchmark"] for e in entry],
