@@ -8,6 +8,7 @@
                       `Protocol` (below); a setting may `extends:` another
       judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
       tables.yaml     the tables its paper publishes (pipeline/aggregate/ computes them)
+      published.yaml  optional: its paper's model rows, shown beside a user's as reference rows
       *.sql           optional: views of its own, run after sql/
 
 The lm-evaluation-harness habit (one folder per task holds prompt, metric and aggregation): to
@@ -200,6 +201,22 @@ class BenchmarkCard:
     def protocol(self) -> Protocol:
         """protocol.yaml: `default_settings` and `settings` (templates, shots, budgets), typed."""
         return read_protocol(self.folder / "protocol.yaml")
+
+    @cached_property
+    def tables(self):
+        """tables.yaml: the tables its paper publishes, how their rows are computed
+        (`pipeline.aggregate.CardTables`)."""
+        from pipeline.aggregate.spec import load_tables
+
+        return load_tables(self.folder / "tables.yaml")
+
+    @cached_property
+    def published(self):
+        """published.yaml: its paper's model rows placed on the rows of `tables`
+        (`pipeline.benchmarks.published.Published`), or None where the card has none."""
+        from pipeline.benchmarks.published import read_published, row_labels
+
+        return read_published(self.folder / "published.yaml", row_labels(self.tables))
 
     @property
     def sql_files(self) -> list[Path]:
