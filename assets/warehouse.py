@@ -63,12 +63,15 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
 
 
 def chart_markdown(frame: "pd.DataFrame", title: str, cache_dir: Path | None = None,
-                   colours: dict[str, str] | None = None) -> str:
+                   colours: dict[str, str] | None = None, published: "pd.DataFrame | None" = None) -> str:
     """A paper table's bar chart as an inline PNG: the UI's Markdown allows data: image sources.
     With `cache_dir`, a chart drawn before for the same rows is read from there, not drawn;
-    `colours`: model -> colour, the same in every chart."""
+    `colours`: model -> colour, the same in every chart; `published`: the papers' own rows, drawn
+    as a grey series."""
     from pipeline import charts
+    from pipeline.reports.published import with_published
 
+    frame, colours = with_published(frame, published, colours)
     png = charts.cached_chart(frame, title, "png", cache_dir, colours)
     from pipeline.reports.text import md
 
@@ -88,6 +91,7 @@ def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
     from pipeline import charts
     from pipeline.reports.text import scores_markdown
     from pipeline.schema import PAPER_TABLES, column_notes
+    from pipeline.warehouse import published_scores
 
     notes = column_notes(PAPER_TABLES)   # the columns whose meaning is not in their name
     schema = dg.TableSchema(columns=[dg.TableColumn(name, str(kind), description=notes.get(name))
@@ -95,9 +99,10 @@ def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
     titles = {name: c.title for name, c in cards().items()}
     # one colour per model across every asset's charts: from every model in the warehouse
     colours = charts.model_colours(m for (m,) in con.execute("SELECT DISTINCT model FROM paper_tables").fetchall())
-    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path), colours=colours)
+    published = published_scores(con)
+    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path), colours=colours, published=published)
     return dg.MaterializeResult(metadata={
-        "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart)),
+        "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart, published)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
         "dagster/column_schema": schema, "dagster/row_count": len(frame), **(extra or {}),
     })

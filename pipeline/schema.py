@@ -367,6 +367,23 @@ PAPER_TABLES = pa.schema([
                                    "has none"),
 ])
 
+# The model rows the benchmarks' papers publish (each card's published.yaml), placed on the rows of
+# the card's tables: reference rows shown beside a user's, not runs of wenheng's.
+PUBLISHED_SCORES = pa.schema([
+    ("benchmark", _str),
+    _noted("source", _str, "the paper and its table, e.g. WenMind paper, Table 3"),
+    ("paper_table", _str),
+    ("table_name", _str),
+    ("row_label", _str),
+    _noted("model", _str, "as the paper names it"),
+    _noted("kind", _str, "model, or what a row that is no model is: average (the paper's mean over its models), "
+                         "human, chance"),
+    _noted("setting", _str, "the paper's setting, in wenheng's names where wenheng has it (else the paper's words)"),
+    ("split", _str),
+    _noted("score", pa.float64(), "x100, as printed: no interval, no item count"),
+    _noted("note", _str, "how the rows were repaired from the paper's text"),
+])
+
 # The paper tables again per scanned corpus, on the items that corpus does not contaminate.
 PAPER_TABLES_CLEAN = pa.schema([("corpus", _str), *PAPER_TABLES])
 

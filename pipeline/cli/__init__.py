@@ -152,9 +152,11 @@ def _add_read_commands(sub) -> None:
     s_p.add_argument("-o", "--output", required=True, metavar="FILE", help="the JSON file to write")
 
     c_p = sub.add_parser("compare", help="two models on the same items: each paper row's difference, its "
-                                         "paired-bootstrap 95%% interval and p-value")
+                                         "paired-bootstrap 95%% interval and p-value; or a model and one of "
+                                         "the papers' own ('paper:NAME'): point differences")
     c_p.add_argument("model_a", metavar="A", help="a model in the warehouse")
-    c_p.add_argument("model_b", metavar="B", help="the model to compare it with")
+    c_p.add_argument("model_b", metavar="B", help="the model to compare it with, or 'paper:NAME' for a model of "
+                                                  "the papers' published tables (e.g. 'paper:GPT-4')")
     c_p.add_argument("--benchmark", action="append", metavar="NAME", help="only this benchmark (repeatable)")
     c_p.add_argument("--headline", action="store_true", help="only each benchmark's headline rows")
     c_p.add_argument("--csv", metavar="FILE", help="also write every compared row as CSV")

@@ -198,8 +198,20 @@ def write_submission(args: argparse.Namespace) -> int:
 def compare(args: argparse.Namespace) -> int:
     """`wenheng compare A B`: paired differences (pipeline/compare.py)."""
     from pipeline import compare as comparing
+    from pipeline import compare_published
     from pipeline.warehouse import connect_readonly
 
+    if compare_published.published_name(args.model_a) is not None:
+        raise UserError("name your model first and the paper's second: wenheng compare MY-MODEL 'paper:NAME'")
+    paper_model = compare_published.published_name(args.model_b)
+    if paper_model is not None:
+        with connect_readonly(paths.warehouse_file()) as con:
+            try:
+                frame = compare_published.compare_published(con, args.model_a, paper_model, args.benchmark)
+            except comparing.CompareError as exc:
+                raise UserError(str(exc)) from None
+        print(compare_published.text(frame))
+        return _write_csv(frame, args.csv)
     with connect_readonly(paths.warehouse_file()) as con:
         try:
             frame = comparing.compare(con, args.model_a, args.model_b, args.benchmark)
@@ -212,9 +224,13 @@ def compare(args: argparse.Namespace) -> int:
     print(comparing.text(frame, args.headline))
     for line in left_out:
         print(f"\n{line}")
-    if args.csv:
-        frame.to_csv(args.csv, index=False, encoding="utf-8")
-        print(f"\nwrote {len(frame):,} rows to {args.csv}")
+    return _write_csv(frame, args.csv)
+
+
+def _write_csv(frame, path: str | None) -> int:
+    if path:
+        frame.to_csv(path, index=False, encoding="utf-8")
+        print(f"\nwrote {len(frame):,} rows to {path}")
     return 0
 
 
@@ -223,7 +239,7 @@ def leaderboard(benchmark: str | None) -> int:
     every table its paper publishes."""
     from pipeline.benchmarks import card, cards
     from pipeline.reports.text import blocks
-    from pipeline.warehouse import connect_readonly
+    from pipeline.warehouse import connect_readonly, published_scores
 
     if benchmark:
         card(benchmark)  # an unknown name is an error, not an empty table
@@ -231,8 +247,9 @@ def leaderboard(benchmark: str | None) -> int:
     with connect_readonly(paths.warehouse_file()) as con:
         frame = con.execute(f"SELECT * FROM paper_tables WHERE {where} ORDER BY benchmark, row_order",
                             [benchmark] if benchmark else []).df()
+        published = published_scores(con)
     frame = frame.astype(object).where(frame.notna(), None)
     print(f"\nLeaderboard{' of ' + benchmark if benchmark else ''}: each benchmark by its own paper's rule "
           f"(pipeline/benchmarks/<name>/tables.yaml)")
-    print(blocks(frame, {name: c.title for name, c in cards().items()}))
+    print(blocks(frame, {name: c.title for name, c in cards().items()}, published))
     return 0

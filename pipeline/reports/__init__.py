@@ -31,7 +31,7 @@ from pipeline.charts import model_colours
 from pipeline.reports import comparison, data, render
 from pipeline.reports import contamination as contamination_page
 from pipeline.reports.results import RUN_INFO_KEYS, build_run_info, results
-from pipeline.warehouse import connect_readonly
+from pipeline.warehouse import connect_readonly, published_scores
 
 __all__ = ["write_reports", "build_run_info", "RUN_INFO_KEYS", "MAX_SAMPLES"]
 MAX_SAMPLES = data.MAX_SAMPLES
@@ -53,7 +53,7 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     env = render.environment()
     css = render.stylesheet()
     all_cards = cards()
-    rows, sample_data, info, corpora, compared = _from_warehouse(
+    rows, sample_data, info, corpora, compared, published = _from_warehouse(
         Path(db_path), out_dir, run_info, max_samples, max_sample_bytes, benchmarks, models)
 
     present = [name for name in all_cards if name in set(rows["benchmark"])]
@@ -63,7 +63,8 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
     env.globals["links"] = {"compare": bool(compared["pairs"]), "contamination": bool(corpora)}
     contamination = (f"{len(corpora)} corpus scan(s): {', '.join(c['name'] for c in corpora)}" if corpora else "")
     _write_optional_pages(env, out_dir, css, nav, compared, corpora, contamination)
-    index_entries = _write_benchmark_pages(env, out_dir, css, nav, contamination, rows, present, all_cards)
+    index_entries = _write_benchmark_pages(env, out_dir, css, nav, contamination, rows, present, all_cards,
+                                           published)
 
     shown, total = len(sample_data["samples"]), sample_data["total"]
     render.write(out_dir / "samples.html", env.get_template("samples.html.j2").render(
@@ -84,9 +85,10 @@ def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None 
 
 def _from_warehouse(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None, max_samples: int,
                     max_sample_bytes: int, benchmarks: list[str] | None,
-                    models: list[str] | None) -> tuple[pd.DataFrame, dict, dict, list[dict], dict]:
+                    models: list[str] | None) -> tuple[pd.DataFrame, dict, dict, list[dict], dict, pd.DataFrame | None]:
     """What the report shows, read from the warehouse: the paper-table rows, the sample browser's
-    data, results.json's content, the contamination pages and the model pairs compared. Writes
+    data, results.json's content, the contamination pages, the model pairs compared and the
+    papers' own rows (`published_scores`). Writes
     each benchmark's samples_<benchmark>.jsonl, and removes those of benchmarks no longer shown."""
     with connect_readonly(db_path) as con:
         rows = data.paper_rows(con)
@@ -99,6 +101,7 @@ def _from_warehouse(db_path: Path, out_dir: Path, run_info: dict[str, Any] | Non
         corpora = contamination_page.pages(con, benchmarks, models)
         compared = comparison.pairs(con, sorted(set(rows["model"])), benchmarks) if rows["model"].nunique() > 1 \
             else {"pairs": [], "left_out": []}
+        published = published_scores(con)
         written = set()
         for name in sorted(set(rows["benchmark"])):
             data.write_samples_jsonl(con, name, out_dir / f"samples_{name}.jsonl", models)
@@ -106,7 +109,7 @@ def _from_warehouse(db_path: Path, out_dir: Path, run_info: dict[str, Any] | Non
     for stale in out_dir.glob("samples_*.jsonl"):   # of a benchmark an earlier report into this folder had
         if stale.name not in written:
             stale.unlink()
-    return rows, sample_data, info, corpora, compared
+    return rows, sample_data, info, corpora, compared, published
 
 
 def _write_optional_pages(env, out_dir: Path, css: str, nav: list[dict], compared: dict, corpora: list[dict],
@@ -126,20 +129,21 @@ def _write_optional_pages(env, out_dir: Path, css: str, nav: list[dict], compare
 
 
 def _write_benchmark_pages(env, out_dir: Path, css: str, nav: list[dict], contamination: str, rows: pd.DataFrame,
-                           present: list[str], all_cards: dict) -> list[dict[str, Any]]:
+                           present: list[str], all_cards: dict,
+                           published: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """Each benchmark's .md, .csv and .html; returns the index page's entries (its headline rows)."""
     index_entries = []
     colours = model_colours(rows["model"])   # one colour per model in every chart of the report
     for name in present:
         bench = all_cards.get(name) or _Unknown(name)
         part = rows[rows["benchmark"] == name]
-        tables = render.benchmark_tables(bench, part, colours=colours)
+        tables = render.benchmark_tables(bench, part, colours=colours, published=published)
         render.write(out_dir / f"{name}.md", render.markdown(bench, tables))
         data.csv_frame(part).to_csv(out_dir / f"{name}.csv", index=False, encoding="utf-8")
         render.write(out_dir / f"{name}.html", env.get_template("benchmark.html.j2").render(
             css=css, nav=nav, bench=bench, tables=tables, key=PAGE_KEY, contamination=contamination))
         index_entries.append({"name": name, "title": bench.title,
-                              "headline": render.groups(part[part["headline"].astype(bool)])})
+                              "headline": render.groups(part[part["headline"].astype(bool)], published)})
     return index_entries
 
 

@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
+from pipeline.reports import published as reference
 from pipeline.reports.text import KEY, grouped_notes, marks, no_scores, unscored
 from pipeline.rows import missing as _missing
 from pipeline.rows import row_label as _row_label
@@ -45,10 +46,11 @@ def cell(r: Any) -> dict[str, Any]:
             "scored_by": getattr(r, "scored_by", None) or ""}
 
 
-def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
+def groups(part: pd.DataFrame, published: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """A table's rows per run setting (split x setting x variant): rows x models, with notes. A run
     setting in which no model has a scored item has `empty` (`pipeline.reports.text.no_scores`: one line
-    saying why, e.g. withheld answers) and no rows; the others have `empty` None."""
+    saying why, e.g. withheld answers) and no rows; the others have `empty` None, and `published`:
+    the papers' own models on the rows (`published_scores` rows; None where there are none)."""
     out = []
     for keys, g in part.groupby(GROUP_KEYS, sort=False, dropna=False):
         if unscored(g):
@@ -71,8 +73,28 @@ def groups(part: pd.DataFrame) -> list[dict[str, Any]]:
                               "chance": "" if _missing(chance.get(label)) else _num(chance.get(label))}
                              for label in labels],
                     "chance": any(not _missing(v) for v in chance.values()),
-                    "notes": notes, "empty": None})
+                    "notes": notes, "empty": None, "published": _published(g, labels, published, keys)})
     return out
+
+
+def _published(g: pd.DataFrame, labels: list[str], published: pd.DataFrame | None, keys) -> dict | None:
+    """The published models of a group's rows: per shown row (the first of its label) their
+    summary and each model's number, greyed on the page; None where the paper has none."""
+    split, setting, _ = keys
+    ref = reference.beside(published, str(g["benchmark"].iloc[0]), str(g["table_name"].iloc[0]), setting)
+    if ref.empty:
+        return None
+    raw = {_row_label(r.row_label, r.metric): r.row_label for r in g.itertuples(index=False)}
+    summary, seen, rows = reference.summary(ref), set(), []
+    models = list(dict.fromkeys(ref["model"]))
+    values = {(r.row_label, r.model): _num(r.score) for r in ref.itertuples(index=False)}
+    for label in labels:
+        first = raw[label] not in seen
+        seen.add(raw[label])
+        rows.append({"label": label, "summary": summary.get(raw[label], "") if first else "",
+                     "numbers": [values.get((raw[label], m), "") if first else "" for m in models]})
+    return {"label": reference.source_label(ref, setting, split), "note": reference.note(ref, setting, split),
+            "models": models, "rows": rows}
 
 
 def inline_svg(svg: bytes, prefix: str) -> Markup:
@@ -102,34 +124,40 @@ def markdown(bench: Any, tables: list[dict[str, Any]]) -> str:
                         + (f" (`{line['command']}`)" if line["command"] else ""), ""]
                 continue
             out += [f"split {g['split']} · setting {g['setting']} · variant {g['variant']}", ""]
-            out.append("| row | " + " | ".join(esc(m) for m in g["models"]) + " |")
-            out.append("| --- |" + " ---: |" * len(g["models"]))
-            for row in g["rows"]:
+            pub = g.get("published")
+            out.append("| row | " + " | ".join(esc(m) for m in g["models"]) + (" | published |" if pub else " |"))
+            out.append("| --- |" + " ---: |" * (len(g["models"]) + bool(pub)))
+            for i, row in enumerate(g["rows"]):
                 shown = []
                 for c in row["cells"]:
                     shown.append("" if c is None else
                                  f"{c['value']}{c['marks']} {c['ci']} "
                                  f"{c['n_scored']}/{c['n_items']} ({c['coverage']})".replace("  ", " "))
+                if pub:
+                    shown.append(pub["rows"][i]["summary"])
                 out.append(f"| {esc(row['label'])} | " + " | ".join(esc(s) for s in shown) + " |")
             out.append("")
-            out += [f"- note: {esc(n)}" for n in g["notes"]] + ([""] if g["notes"] else [])
+            notes = g["notes"] + ([pub["note"]] if pub else [])
+            out += [f"- note: {esc(n)}" for n in notes] + ([""] if notes else [])
     out.append(f"Every row: `{bench.name}.csv`. Charts and samples: `{bench.name}.html`, `samples.html`.")
     return "\n".join(out) + "\n"
 
 
 def benchmark_tables(bench: Any, rows: pd.DataFrame, charts: bool = True,
-                     colours: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                     colours: dict[str, str] | None = None,
+                     published: pd.DataFrame | None = None) -> list[dict[str, Any]]:
     """A benchmark's paper tables: title, chart (SVG; none for a table without a single score) and
     `groups`. `colours`: model -> colour for every chart of the report (`charts.model_colours` of
-    all its models), so a model has one colour on every page."""
+    all its models), so a model has one colour on every page. `published`: the papers' own rows."""
     out = []
     for name, part in rows.groupby("table_name", sort=False):
         title = part["title"].iloc[0]
         chart = None
         if charts and any(not _missing(x) for x in part["score"]):
-            chart = inline_svg(paper_table_chart(part, f"{bench.title} - {title}", "svg", colours),
+            drawn, drawn_colours = reference.with_published(part, published, colours)
+            chart = inline_svg(paper_table_chart(drawn, f"{bench.title} - {title}", "svg", drawn_colours),
                                f"{bench.name}-{name}")
-        out.append({"name": name, "title": title, "chart": chart, "groups": groups(part)})
+        out.append({"name": name, "title": title, "chart": chart, "groups": groups(part, published)})
     return out
 
 

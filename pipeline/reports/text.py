@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from pipeline.reports import published as reference
 from pipeline.rows import missing, row_label
 
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
@@ -62,11 +63,12 @@ def no_scores_text(line: dict[str, str | None]) -> str:
     return f"{line['head']}: {line['why']}" + (f" (`{line['command']}`)" if line["command"] else "")
 
 
-def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
-    """`frame`: rows of `paper_tables` (one benchmark or several). `titles`: benchmark -> display name."""
+def blocks(frame: pd.DataFrame, titles: dict[str, str], published: pd.DataFrame | None = None) -> str:
+    """`frame`: rows of `paper_tables` (one benchmark or several). `titles`: benchmark -> display name.
+    `published`: rows of `published_scores`, summed up beside the tables they belong to."""
     if frame.empty:
         return "no scored items yet: run `wenheng run` first"
-    out = [KEY]
+    out = [KEY] + ([reference.KEY] if published is not None and not published.empty else [])
     frame = frame.assign(cell=frame.apply(cell, axis=1))
     run_keys = ["benchmark", "split", "setting", "variant"]
     empty = {keys for keys, part in frame.groupby(run_keys, sort=False, dropna=False) if unscored(part)}
@@ -88,12 +90,30 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str]) -> str:
         table = part.pivot_table(index="row", columns="model", values="cell", aggfunc="first").reindex(order)
         table.index.name = None
         table.columns.name = None
+        ref = reference.beside(published, info["benchmark"], info["table_name"], info["setting"])
+        if not ref.empty:
+            table[reference.source_label(ref, info["setting"], info["split"])] = _published_column(part, order, ref)
         with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 250,
                                "display.unicode.east_asian_width", True):
             out += ["", header, table.fillna("").to_string()]
         notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
         out += [f"  note: {row}: {note}" for row, note in notes]
+        if not ref.empty and len(order) == 1:   # a headline of one row: where each model stands
+            out += [f"  {line}" for r in part.itertuples()
+                    if (line := reference.standing(ref, r.row_label, r.model, r.score))]
     return "\n".join(out)
+
+
+def _published_column(part: pd.DataFrame, order: pd.Series, ref: pd.DataFrame) -> list[str]:
+    """The published summary of each shown row, on the first row of its label (a row shown with
+    two metrics gets it once, beside its first)."""
+    summary, seen, column = reference.summary(ref), set(), []
+    labels = dict(zip(part["row"], part["row_label"]))
+    for row in order:
+        label = labels[row]
+        column.append(summary.get(label, "") if label not in seen else "")
+        seen.add(label)
+    return column
 
 
 def row_labels(frame: pd.DataFrame) -> pd.Series:
@@ -116,11 +136,13 @@ def grouped_notes(notes: Iterable[tuple[str, str]], everywhere: int | None = Non
 
 # ---- Markdown: the scores as the Dagster UI shows them --------------------------------------------
 
-def scores_markdown(frame: pd.DataFrame, titles: dict[str, str], chart=None) -> str:
+def scores_markdown(frame: pd.DataFrame, titles: dict[str, str], chart=None,
+                    published: pd.DataFrame | None = None) -> str:
     """Paper-table rows (of `paper_tables`) as Markdown: per paper table and run setting a table
     with a row per paper row and a column per model, each cell the score x100, its 95% interval,
-    scored/items and coverage (the cells `wenheng leaderboard` prints); then, if given,
-    `chart(rows, title)` of the paper table. Tables keep the order of `frame`."""
+    scored/items and coverage (the cells `wenheng leaderboard` prints), and the papers' own models
+    summed up (`published`: rows of `published_scores`); then, if given, `chart(rows, title)` of
+    the paper table. Tables keep the order of `frame`."""
     if frame.empty:
         return "No scored items yet: materialize `warehouse` after a run."
     frame = frame.astype(object).where(frame.notna(), None)
@@ -133,26 +155,35 @@ def scores_markdown(frame: pd.DataFrame, titles: dict[str, str], chart=None) -> 
                 out += ["", f"_{md(no_scores_text(no_scores(benchmark, title, split, setting, variant)))}_"]
                 continue
             out += ["", f"**{md(title)}** (split {split}, setting {setting}, variant {variant})", ""]
-            out += _markdown_table(part)
+            ref = reference.beside(published, benchmark, part["table_name"].iloc[0], setting)
+            out += _markdown_table(part, ref, split, setting)
         if chart is not None:
             out += ["", chart(table, title)]
     return "\n".join(out)
 
 
-def _markdown_table(part: pd.DataFrame) -> list[str]:
+def _markdown_table(part: pd.DataFrame, ref: pd.DataFrame, split: str, setting: str) -> list[str]:
     part = part.assign(row=row_labels(part),
                        cell=[f"{cell(r)}, {_percent(r['coverage'])}" for _, r in part.iterrows()])
     models = sorted(part["model"].unique())
-    # as the report's pages show them: the row's chance level, and who scored its items
-    lines = ["| | " + " | ".join(md(m) for m in models) + " | chance | scored by |", "|---" * (len(models) + 3) + "|"]
+    # as the report's pages show them: the row's chance level, and who scored its items; and the
+    # papers' own models on the row
+    order = part.drop_duplicates("row")["row"]
+    shown = dict(zip(order, _published_column(part, order, ref))) if not ref.empty else None
+    extra = [] if shown is None else ["published"]
+    lines = ["| | " + " | ".join(md(m) for m in [*models, "chance", "scored by", *extra]) + " |",
+             "|---" * (len(models) + 3 + len(extra)) + "|"]
     for row, cells in part.groupby("row", sort=False):
         by_model = dict(zip(cells["model"], cells["cell"]))
         chance = next((c for c in cells.get("chance", []) if not missing(c)), None)
         scorers = sorted({str(x) for x in cells.get("scored_by", []) if not missing(x) and x})
-        shown = "-" if chance is None else f"{float(chance):.1f}"   # x100 already, as the score
+        chance_text = "-" if chance is None else f"{float(chance):.1f}"   # x100 already, as the score
         lines.append(f"| {md(row)} | " + " | ".join(by_model.get(m, "") for m in models)
-                     + f" | {shown} | {md(', '.join(scorers) or '-')} |")
+                     + f" | {chance_text} | {md(', '.join(scorers) or '-')} |"
+                     + ("" if shown is None else f" {md(shown[row])} |"))
     notes = grouped_notes(part[["row", "note"]].dropna().itertuples(index=False), part["row"].nunique())
+    if shown is not None:
+        notes.append(reference.note(ref, setting, split))
     return lines + [""] + [f"- note: {md(note)}" for note in notes]
 
 

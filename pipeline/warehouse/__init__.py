@@ -54,7 +54,7 @@ from pipeline.warehouse.load import (
     lake_parts,
     partition_columns,
 )
-from pipeline.warehouse.paper_tables import PAPER_TABLE_TYPES, Scope, build_paper_tables
+from pipeline.warehouse.paper_tables import PAPER_TABLE_TYPES, Scope, build_paper_tables, published_scores
 from pipeline.warehouse.sqltext import Key
 from pipeline.warehouse.units import (
     PAPER_MODELS_AT_ONCE,
@@ -69,5 +69,6 @@ __all__ = [
     "FILTERED_BY", "LAYOUT_VERSION", "PAPER_DERIVED_FROM", "PAPER_MODELS_AT_ONCE", "PAPER_TABLE_TYPES",
     "PARTITION_COLUMNS", "TABLE_PARTITIONS", "UNITS_SQL", "Key", "Part", "PublishResult", "Scope", "_units",
     "build", "build_clean_paper_tables", "build_paper_tables", "build_quarantine_placed", "connect_readonly",
-    "lake_parts", "layout_hash", "paper_judge_tasks", "partition_columns", "publish", "scope_keys", "sql_files",
+    "lake_parts", "layout_hash", "paper_judge_tasks", "partition_columns", "publish", "published_scores",
+    "scope_keys", "sql_files",
 ]

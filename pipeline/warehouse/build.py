@@ -142,13 +142,13 @@ def layout_hash(sql_dir: Path) -> str:
     digest = hashlib.sha256(LAYOUT_VERSION.encode())
     declared = {**{t: s for t, (_, s) in load.BASE_TABLES.items()}, **schema.HISTORY_TABLES, **schema.BOOKKEEPING,
                 "paper_tables": schema.PAPER_TABLES, "paper_tables_clean": schema.PAPER_TABLES_CLEAN,
-                "quarantine_placed": schema.QUARANTINE_PLACED}
+                "quarantine_placed": schema.QUARANTINE_PLACED, "published_scores": schema.PUBLISHED_SCORES}
     for name, table_schema in declared.items():
         digest.update(name.encode())
         digest.update(table_schema.serialize().to_pybytes())
     digest.update(json.dumps(schema.LOAD_DEFAULTS, sort_keys=True).encode())
     for path in [*_LAYOUT_SOURCES, *sql_files(sql_dir), *sqltext.sources(),
-                 *(c.folder / "tables.yaml" for c in cards().values())]:
+                 *(c.folder / name for c in cards().values() for name in ("tables.yaml", "published.yaml"))]:
         digest.update(str(path.name).encode())
         digest.update(path.read_bytes() if path.is_file() else b"-")
     return digest.hexdigest()[:16]

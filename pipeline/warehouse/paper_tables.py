@@ -42,7 +42,8 @@ def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = Non
             redone += rows[1]
             digests += rows[2]
     _store(con, frame_of(frames, schema.PAPER_TABLES), scope is None, redone, digests)
-    if scope is None:   # else the views are already in the warehouse
+    if scope is None:   # else the views are already in the warehouse (and the published rows: code)
+        _store_published(con)
         _create_views(con, tables)
     return redone
 
@@ -101,6 +102,26 @@ def _store(con: duckdb.DuckDBPyConnection, table: pd.DataFrame, whole: bool, red
         con.unregister("paper_tables_frame")
     if digests:
         con.executemany("INSERT INTO _paper_inputs VALUES (?, ?, ?)", digests)
+
+
+def _store_published(con: duckdb.DuckDBPyConnection) -> None:
+    """`published_scores`: every card's published.yaml rows (they change with the code only, so a
+    whole build is when they are written)."""
+    frames = [bench.published.rows(name) for name, bench in cards().items() if bench.published is not None]
+    con.register("published_frame", frame_of([f for f in frames if not f.empty], schema.PUBLISHED_SCORES))
+    try:
+        con.execute(f"CREATE OR REPLACE TABLE published_scores AS SELECT {casts(schema.PUBLISHED_SCORES)} "
+                    "FROM published_frame")
+    finally:
+        con.unregister("published_frame")
+
+
+def published_scores(con: duckdb.DuckDBPyConnection) -> pd.DataFrame | None:
+    """The papers' own model rows, or None in a warehouse built before they were kept."""
+    if not con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'published_scores'"
+                       ).fetchone()[0]:
+        return None
+    return con.execute("SELECT * FROM published_scores").df()
 
 
 def _create_views(con: duckdb.DuckDBPyConnection, tables: dict[str, aggregate.CardTables]) -> None:

@@ -522,3 +522,55 @@ def test_the_sample_browser_shows_extracted_answers_as_text():
     assert shown_extracted(UNMATCHED) == "not found in the response"
     assert all(shown_extracted(s).isascii() for s in (NO_ANSWER, AMBIGUOUS, UNMATCHED, EMPTY))
     assert shown_extracted("B") == "B" and shown_extracted("2/3") == "2/3" and shown_extracted(None) is None
+
+
+def test_the_papers_models_are_shown_beside_every_view(warehouse, report, monkeypatch, capsys):
+    """published_scores holds every card's rows; the leaderboard, the pages, the Markdown and the
+    UI's tables show them beside the user's rows, marked published (paper, table)."""
+    from pipeline import cli
+    from pipeline.reports.text import scores_markdown
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        published = con.execute("SELECT * FROM published_scores").df()
+        headline = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
+    expected = pd.concat([c.published.rows(n) for n, c in benchmarks.cards().items()], ignore_index=True)
+    assert len(published) == len(expected) and set(published["benchmark"]) == set(benchmarks.names())
+    gpt4 = published[(published["model"] == "GPT-4") & (published["row_label"] == "overall")]
+    assert list(gpt4["score"]) == [50.2] and list(gpt4["source"]) == ["WenMind paper, Table 3"]
+
+    monkeypatch.setenv("WENHENG_WAREHOUSE", str(warehouse))
+    assert cli.main(["leaderboard"]) == 0
+    out = capsys.readouterr().out
+    assert "published (WenMind paper, Table 3)" in out and "39.5 [13.0, 64.3] ·31" in out   # Average left out
+    assert "published (WYWEB paper, Table 2; fine-tuned, test split)" in out   # the paper's only setting, named
+    assert re.search(r"oracle 100\.0 would rank 1 of 32 \(next below: ERNIE-4\.0-8K-0329 64\.3\)", out)
+
+    page = (report / "cpdue.html").read_text(encoding="utf-8")
+    assert "published (CP-DUE paper, Table 2)" in page and "Doubao-seed-1.6" in page and "90.3" in page
+    assert "published models: median, whiskers lowest-highest" in page   # the chart's grey series
+    assert "published (WenMind paper, Table 3)" in (report / "index.html").read_text(encoding="utf-8")
+    assert "84.5 [75.5, 90.3] ·7" in (report / "cpdue.md").read_text(encoding="utf-8")
+    ui = scores_markdown(headline.astype(object).where(headline.notna(), None), {}, None, published)
+    assert "| published |" in ui and "published (CP-DUE paper, Table 2): the paper's own models" in ui
+
+
+def test_compare_with_a_papers_model_gives_point_differences_only(warehouse, monkeypatch, capsys):
+    from pipeline import cli
+    from pipeline.compare_published import compare_published
+
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        frame = compare_published(con, "oracle", "GPT-4o", ["cpdue"])
+        mine = con.execute("SELECT row_label, score FROM paper_tables WHERE model = 'oracle' AND benchmark = 'cpdue'"
+                           ).df().set_index("row_label")["score"]
+    assert len(frame) == 11 and set(frame["source"]) == {"CP-DUE paper, Table 2"}
+    ck = frame.set_index("row_label").loc["CK"]
+    assert ck["published_score"] == 75.45 and abs(ck["difference"] - (mine["CK"] - 75.45)) < 1e-9
+    monkeypatch.setenv("WENHENG_WAREHOUSE", str(warehouse))
+    assert cli.main(["compare", "oracle", "paper:GPT-4o", "--benchmark", "cpdue"]) == 0
+    out = capsys.readouterr().out
+    assert "a point difference only" in out and "no paired interval or p-value" in out and "p " not in out
+    assert cli.main(["compare", "oracle", "paper:gpt4o"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "did you mean" in err and "GPT-4o" in err
+    assert cli.main(["compare", "paper:GPT-4o", "oracle"]) == 2
+    assert "name your model first" in capsys.readouterr().err
