@@ -27,6 +27,7 @@ class Metric:
     stats: Callable[[dict[str, Any]], list[float] | None]   # a scored unit -> its statistics
     # summed statistics (k,) or (k, replicates) -> the number(s), 0-100
     value: Callable[[np.ndarray], float | np.ndarray]
+    higher_is_better: bool = True   # every metric of the five papers is (results.json says so per metric)
 
 
 def _accuracy_stats(unit: dict[str, Any]) -> list[float]:

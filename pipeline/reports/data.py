@@ -81,7 +81,8 @@ LEFT JOIN verdicts jv ON jv.item_id = p.item_id AND jv.variant = p.variant AND j
 # One line per response of one benchmark, every one (the browser caps, this file does not): the
 # lm-evaluation-harness `samples_<task>.jsonl` habit, with both scorers and the judge's own words.
 SAMPLES_JSONL_SQL = """
-SELECT r.item_id, i.split, i.task, r.model, r.setting, r.variant, pr.messages AS prompt, r.text AS response,
+SELECT r.item_id, i.split, i.task, r.model, r.setting, r.variant, i.content_hash AS doc_hash, r.prompt_hash,
+       i.answer_hash AS target_hash, pr.messages AS prompt, r.text AS response,
        r.error, r.finish_reason, i.answer, i."references", i.choices,
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason, ju.judge_model,
@@ -114,6 +115,9 @@ def write_samples_jsonl(con: duckdb.DuckDBPyConnection, benchmark: str, path, mo
                 r = dict(zip(names, row))
                 line = {"item_id": r["item_id"], "benchmark": benchmark, "split": r["split"], "task": r["task"],
                         "model": r["model"], "setting": r["setting"], "variant": r["variant"],
+                        # lm-evaluation-harness's three hashes: the item (context, question, options),
+                        # the prompt as sent, the gold (answer and references); sha256 of canonical JSON
+                        "doc_hash": r["doc_hash"], "prompt_hash": r["prompt_hash"], "target_hash": r["target_hash"],
                         "prompt": _prompt_messages(r["prompt"]), "response": r["response"], "error": r["error"],
                         "finish_reason": r["finish_reason"], "gold": r["answer"],
                         "references": list(r["references"]) if r["references"] is not None else None,

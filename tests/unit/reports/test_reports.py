@@ -3,6 +3,7 @@ numbers are paper_tables', text is escaped everywhere, the sample browser's cap,
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -574,3 +575,28 @@ def test_compare_with_a_papers_model_gives_point_differences_only(warehouse, mon
     assert err.count("\n") == 1 and "did you mean" in err and "GPT-4o" in err
     assert cli.main(["compare", "paper:GPT-4o", "oracle"]) == 2
     assert "name your model first" in capsys.readouterr().err
+
+
+def test_results_and_samples_carry_lm_eval_s_keys(report, warehouse, tmp_path):
+    """results.json: per benchmark x setting its n-shot, each metric's direction and a config
+    hash; samples: doc, prompt and target hashes, equal to the warehouse's; the chat template's
+    sha256 from a model folder."""
+    from pipeline.benchmarks import cards
+    from pipeline.reports.results import chat_template_sha256
+
+    info = json.loads((report / "results.json").read_text(encoding="utf-8"))
+    aceval = info["configs"]["aceval/zero_shot_ao"]
+    assert aceval["n_shot"] == cards()["aceval"].protocol.settings["zero_shot_ao"].shots == 0
+    assert aceval["higher_is_better"] == {"accuracy": True, "mean": True}
+    assert re.fullmatch(r"[0-9a-f]{64}", aceval["config_sha256"])
+    assert len({c["config_sha256"] for c in info["configs"].values()}) == len(info["configs"])
+    with duckdb.connect(str(warehouse), read_only=True) as con:
+        hashes = {(r[0], r[1]): r[2:] for r in con.execute(
+            """SELECT r.item_id, r.model, i.content_hash, r.prompt_hash, i.answer_hash FROM responses r
+               JOIN items i USING (item_id) WHERE r.benchmark = 'cpdue'""").fetchall()}
+    lines = [json.loads(line) for line in (report / "samples_cpdue.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert lines and all((s["doc_hash"], s["prompt_hash"], s["target_hash"]) == hashes[(s["item_id"], s["model"])]
+                         for s in lines)
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}), encoding="utf-8")
+    assert chat_template_sha256({"model": str(tmp_path)}) == hashlib.sha256(b"{{ messages }}").hexdigest()
+    assert chat_template_sha256({"model": str(tmp_path / "nosuch")}) is None
