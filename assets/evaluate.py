@@ -59,6 +59,7 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     if passed:  # a failing partition is not written: nothing downstream, nor the warehouse, sees it
         yield dg.Output(frame, metadata={
             "prompts": stats.requested, "cache_hits": stats.cache_hits, "prompts_sent": stats.sent,
+            "prompts_collapsed": stats.collapsed, "engine": spec.engine,
             "errors": stats.errors, "engine_seconds": round(stats.seconds, 3),
             "output_tokens_per_s": round(stats.tokens_out / stats.seconds, 1) if stats.seconds else 0.0,
         })

@@ -130,6 +130,16 @@ def give_golds(engine: Any, planned: list[tuple[dict[str, Any], Request]],
     return engine
 
 
+def _answered_at(comp: Completion, now: datetime) -> datetime:
+    """When the answer was first given: the cache's stamp for an answer served from it, else now."""
+    if comp.created_at:
+        try:
+            return datetime.fromisoformat(comp.created_at).astimezone(UTC)
+        except ValueError:
+            pass
+    return now
+
+
 def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
                   completions: dict[str, Completion]) -> list[dict[str, Any]]:
     now = datetime.now(UTC)
@@ -141,6 +151,6 @@ def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
             "setting": row["setting"], "model": model, "prompt_hash": row["prompt_hash"],
             "cache_key": req.cache_key, "max_tokens": req.max_tokens, "text": comp.text,
             "finish_reason": comp.finish_reason, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out,
-            "latency_s": comp.latency_s, "error": comp.error, "created_at": now,
+            "latency_s": comp.latency_s, "error": comp.error, "created_at": _answered_at(comp, now),
         })
     return rows

@@ -171,6 +171,7 @@ def partition_rows(materializations: Sequence[dict[str, Any]]) -> list[dict[str,
             seconds = float(meta.get("engine_seconds") or 0.0)
             sent = int(meta.get("prompts_sent") or 0)
             row.update(prompts=int(meta.get("prompts") or 0), sent=sent, cache_hits=int(meta.get("cache_hits") or 0),
+                       collapsed=int(meta.get("prompts_collapsed") or 0), engine=meta.get("engine"),
                        errors=int(meta.get("errors") or 0), seconds=seconds,
                        tokens_per_s=float(meta.get("output_tokens_per_s") or 0.0),
                        calls_per_s=sent / seconds if seconds else 0.0)
@@ -180,24 +181,29 @@ def partition_rows(materializations: Sequence[dict[str, Any]]) -> list[dict[str,
 
 
 def summary_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The end-of-run table: prompts, sent, cache hits, errors, throughput and engine seconds per
-    partition, numbers formatted (thousands separators, one decimal)."""
+    """The end-of-run table: prompts, sent, cache hits, identical prompts asked once (sent + cache
+    hits + identical = prompts), errors, throughput and engine seconds per partition, numbers
+    formatted (thousands separators, one decimal). A baseline generates nothing: its throughput
+    and seconds say so, not a rate of a few microseconds' work."""
     from pipeline.progress import format_count, format_rate
 
     judged = any(r.get("judge_sent") for r in rows)
-    headers = ["benchmark", "model", "prompts", "sent", "cache hits", "errors", "throughput", "seconds"]
+    headers = ["benchmark", "model", "prompts", "sent", "cache hits", "identical", "errors", "throughput", "seconds"]
     headers += ["judge calls sent"] if judged else []
     body = []
     for r in rows:
+        baseline = r.get("engine") == "baseline"
         if not r["sent"]:
             speed = "-"
+        elif baseline:
+            speed = "baseline"
         elif r["tokens_per_s"]:
             speed = f"{format_rate(r['tokens_per_s'])} tok/s"
         else:
             speed = f"{format_rate(r['calls_per_s'])} calls/s"
         line = [r["benchmark"], r["model"], format_count(r["prompts"]), format_count(r["sent"]),
-                format_count(r["cache_hits"]), format_count(r["errors"]), speed,
-                f"{r['seconds']:,.1f}" if r["sent"] else "-"]
+                format_count(r["cache_hits"]), format_count(r.get("collapsed", 0)), format_count(r["errors"]), speed,
+                f"{r['seconds']:,.1f}" if r["sent"] and not baseline else "-"]
         body.append(line + ([format_count(r.get("judge_sent", 0))] if judged else []))
     return text_table(headers, body, left=2)
 

@@ -8,7 +8,7 @@ and the baselines that answer from the gold are handed the golds apart
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # Every engine models.yaml can name, and its class: the one table both the config check
@@ -62,6 +62,9 @@ class Completion:
     tokens_out: int | None = None
     latency_s: float | None = None
     error: str | None = None
+    # When the answer was first given (the response cache's stamp, UTC ISO): an answer served from
+    # the cache keeps it. Not part of the answer's equality.
+    created_at: str | None = field(default=None, compare=False)
 
 
 class Engine(Protocol):

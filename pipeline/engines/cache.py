@@ -137,7 +137,8 @@ class ResponseCache:
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self._db.execute(
-                f"SELECT cache_key, {', '.join(_COLUMNS)} FROM responses WHERE cache_key IN ({marks})", chunk
+                f"SELECT cache_key, {', '.join(_COLUMNS)}, created_at FROM responses WHERE cache_key IN ({marks})",
+                chunk
             ):
                 found[row[0]] = Completion(*row[1:])
         return found
@@ -284,6 +285,7 @@ def open_cache(directory: str | Path | None = None) -> ResponseCache:
 class InferenceStats:
     requested: int = 0
     cache_hits: int = 0
+    collapsed: int = 0   # prompts identical to another one of the run (the same key): asked once
     sent: int = 0
     errors: int = 0
     seconds: float = 0.0
@@ -305,7 +307,9 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
     stats.cache_hits = sum(1 for r in requests if r.cache_key in found)
     unique_missing = {r.cache_key: r for r in requests if r.cache_key not in found}
     todo = list(unique_missing.values())
-    log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send")
+    stats.collapsed = len(requests) - stats.cache_hits - len(todo)
+    log(f"{len(requests)} prompts: {stats.cache_hits} from cache, {len(todo)} to send"
+        + (f", {stats.collapsed} identical to another (asked once)" if stats.collapsed else ""))
     if todo and stopping.stop_requested():
         raise stopping.Stopped(f"stop requested: {len(todo)} prompts left unsent")
     if todo:

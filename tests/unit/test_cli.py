@@ -13,15 +13,18 @@ from pipeline import cli
 MATERIALIZATIONS = [
     {"asset": "prompts", "partition": "aceval", "metadata": {"rows": 90}},
     {"asset": "responses", "partition": "aceval|gemma3-270m",
-     "metadata": {"prompts": 12345, "cache_hits": 345, "prompts_sent": 12000, "errors": 3,
-                  "engine_seconds": 1234.5678, "output_tokens_per_s": 35.24}},
+     "metadata": {"prompts": 12345, "cache_hits": 345, "prompts_sent": 11990, "prompts_collapsed": 10, "errors": 3,
+                  "engine_seconds": 1234.5678, "output_tokens_per_s": 35.24, "engine": "vllm"}},
     {"asset": "judgements", "partition": "aceval|gemma3-270m", "metadata": {"judge_calls_sent": 1500}},
     {"asset": "responses", "partition": "aceval|oracle",
      "metadata": {"prompts": 9, "cache_hits": 0, "prompts_sent": 9, "errors": 0, "engine_seconds": 0.003,
-                  "output_tokens_per_s": 0.0}},
+                  "output_tokens_per_s": 0.0, "engine": "baseline"}},
     {"asset": "responses", "partition": "wenmind|oracle",
      "metadata": {"prompts": 14, "cache_hits": 14, "prompts_sent": 0, "errors": 0, "engine_seconds": 0.0,
-                  "output_tokens_per_s": 0.0}},
+                  "output_tokens_per_s": 0.0, "engine": "baseline"}},
+    {"asset": "responses", "partition": "cpdue|served",
+     "metadata": {"prompts": 20, "cache_hits": 0, "prompts_sent": 20, "errors": 0, "engine_seconds": 4.0,
+                  "output_tokens_per_s": 0.0, "engine": "openai"}},
     {"asset": "judgements", "partition": "fuxi|random", "metadata": {"judge_calls_sent": 0}},  # no responses: no row
 ]
 
@@ -29,15 +32,18 @@ MATERIALIZATIONS = [
 def test_the_end_of_run_table_has_one_row_per_partition_with_formatted_numbers():
     rows = cli.partition_rows(MATERIALIZATIONS)
     assert [(r["benchmark"], r["model"]) for r in rows] == [
-        ("aceval", "gemma3-270m"), ("aceval", "oracle"), ("wenmind", "oracle")]
-    assert rows[0]["judge_sent"] == 1500 and rows[0]["calls_per_s"] == pytest.approx(12000 / 1234.5678)
+        ("aceval", "gemma3-270m"), ("aceval", "oracle"), ("wenmind", "oracle"), ("cpdue", "served")]
+    assert rows[0]["judge_sent"] == 1500 and rows[0]["calls_per_s"] == pytest.approx(11990 / 1234.5678)
+    assert all(r["sent"] + r["cache_hits"] + r["collapsed"] == r["prompts"] for r in rows)   # the row adds up
     lines = cli.summary_table(rows).splitlines()
-    assert re.split(r"\s{2,}", lines[0]) == ["benchmark", "model", "prompts", "sent", "cache hits", "errors",
-                                             "throughput", "seconds", "judge calls sent"]
-    assert re.split(r"\s{2,}", lines[1]) == ["aceval", "gemma3-270m", "12,345", "12,000", "345", "3",
+    assert re.split(r"\s{2,}", lines[0]) == ["benchmark", "model", "prompts", "sent", "cache hits", "identical",
+                                             "errors", "throughput", "seconds", "judge calls sent"]
+    assert re.split(r"\s{2,}", lines[1]) == ["aceval", "gemma3-270m", "12,345", "11,990", "345", "10", "3",
                                              "35.2 tok/s", "1,234.6", "1,500"]
-    assert re.split(r"\s{2,}", lines[2]) == ["aceval", "oracle", "9", "9", "0", "0", "3,000 calls/s", "0.0", "0"]
-    assert re.split(r"\s{2,}", lines[3]) == ["wenmind", "oracle", "14", "0", "14", "0", "-", "-", "0"]
+    # a baseline generates nothing: no rate of microseconds' work
+    assert re.split(r"\s{2,}", lines[2]) == ["aceval", "oracle", "9", "9", "0", "0", "0", "baseline", "-", "0"]
+    assert re.split(r"\s{2,}", lines[3]) == ["wenmind", "oracle", "14", "0", "14", "0", "0", "-", "-", "0"]
+    assert re.split(r"\s{2,}", lines[4]) == ["cpdue", "served", "20", "20", "0", "0", "0", "5.0 calls/s", "4.0", "0"]
     assert len({len(line) for line in lines}) == 1   # numbers right-aligned under their headers
     assert "judge" not in cli.summary_table(rows[1:])   # no judge calls anywhere: no column
 

@@ -30,10 +30,32 @@ def test_second_pass_sends_nothing_and_identical_prompts_go_once(tmp_path):
     with ResponseCache(tmp_path / "c.sqlite") as cache:
         found, stats = run_with_cache(engine, requests, cache)
     assert engine.prompts_received == 3 and stats.sent == 3 and stats.cache_hits == 0
+    assert stats.collapsed == 6 and stats.sent + stats.cache_hits + stats.collapsed == stats.requested
     assert all(found[r.cache_key].text == "A" for r in requests)
     with ResponseCache(tmp_path / "c.sqlite") as reopened:   # persisted, not just in memory
-        _, stats = run_with_cache(engine, requests, reopened)
-    assert engine.prompts_received == 3 and stats.sent == 0 and stats.cache_hits == 9
+        again, stats = run_with_cache(engine, requests, reopened)
+    assert engine.prompts_received == 3 and stats.sent == 0 and stats.cache_hits == 9 and stats.collapsed == 0
+    # an answer served from the cache keeps the time it was first given
+    with sqlite3.connect(tmp_path / "c.sqlite") as db:
+        stamps = dict(db.execute("SELECT cache_key, created_at FROM responses").fetchall())
+    assert all(again[r.cache_key].created_at == stamps[r.cache_key] for r in requests)
+
+
+def test_response_rows_keep_a_cached_answers_first_time():
+    from datetime import UTC, datetime
+
+    from pipeline.inference import response_rows
+
+    req = _requests(1)[0]
+    row = {"item_id": "i", "benchmark": "b", "variant": "original", "setting": "s", "prompt_hash": "h"}
+    cached = Completion("A", created_at="2025-01-31T12:34:56.789Z")
+    fresh = Completion("A")
+    now = datetime.now(UTC)
+    [old] = response_rows("m", [(row, req)], {req.cache_key: cached})
+    [new] = response_rows("m", [(row, req)], {req.cache_key: fresh})
+    assert old["created_at"] == datetime(2025, 1, 31, 12, 34, 56, 789000, tzinfo=UTC)
+    assert new["created_at"] >= now
+    assert cached == fresh   # the stamp is no part of the answer
 
 
 def test_key_depends_on_model_prompt_sampling_and_scope():
