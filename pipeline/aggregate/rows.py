@@ -168,7 +168,39 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
             rows += [run | row for row in plan.rows(tables, part, weights, replicates)]
         else:
             rows += [run | row for row in table_rows(tables, part, benchmark, weights, replicates)]
+    rows = _with_declared_rows(tables, rows)
     return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS + (["replicates"] if replicates else []))
+
+
+def _with_declared_rows(tables: CardTables, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A table whose rows its card lists (`rows: task` with `where: {task: [...]}`) keeps every
+    listed row in every run, in the card's order: one the source has no item of (a WYWEB task
+    released without files) is a row with n_items 0 and a note, not left out without a word; a
+    table none of whose rows has items is such rows alone."""
+    runs = list(dict.fromkeys(tuple(r[k] for k in RUN_KEYS) for r in rows))
+    for spec in tables.tables:
+        declared = [str(v) for v in spec.where.get(spec.rows, [])] if spec.rows else []
+        if not declared:
+            continue
+        for run in runs:
+            mine = [r for r in rows if r["table_name"] == spec.name and tuple(r[k] for k in RUN_KEYS) == run]
+            present = {r["row_label"] for r in mine}
+            missing = [v for v in declared if v not in present]
+            if not missing:
+                continue
+            like = next(r for r in rows if tuple(r[k] for k in RUN_KEYS) == run)
+            rows += [{**{k: like[k] for k in (*RUN_KEYS, "capped", "benchmark")}, "table_name": spec.name,
+                      "title": spec.title, "row_label": value, "metric": spec.metric or tables.task_metrics.get(
+                          value, "accuracy"), "score": None, "ci_low": None, "ci_high": None, "chance": None,
+                      "n_items": 0, "n_scored": 0, "coverage": None, "headline": spec.headline, "scored_by": None,
+                      "comparable": True, "note": f"no items: the paper's table has {value}, but the files read hold "
+                                                  "none of its rows"}
+                     for value in missing]
+            order = {v: i for i, v in enumerate(declared)}
+            for r in rows:
+                if r["table_name"] == spec.name and tuple(r[k] for k in RUN_KEYS) == run:
+                    r["row_order"] = order.get(r["row_label"], len(order))
+    return rows
 
 
 # ---- every run of a benchmark at the cost of one ------------------------------------------------

@@ -267,6 +267,23 @@ def test_the_warehouse_counts_policy_drops_and_quarantined_rows_of_the_evaluated
     assert list(wywmt["coverage"]) == [1.0, 1.0] and list(wywmt["n_items"]) == [1, 1]
     average = _row(out, "nlu_average", "nlu_average")
     assert average["n_items"] == 7 and _isnull(average["chance"])
+    # the tasks with no files are rows too, in the paper's order, with n_items 0 and a note
+    nlu = out[(out["table_name"] == "nlu") & (out["model"] == out["model"].iloc[0])].sort_values("row_order")
+    assert list(nlu["row_label"]) == ["punc", "glner", "gjc", "fspc", "tlc", "xuci", "wywrc", "irc"]
+    punc = _row(out, "nlu", "punc")
+    assert (punc["n_items"], punc["n_scored"]) == (0, 0) and _isnull(punc["score"]) and punc["metric"] == "micro_f1"
+    assert punc["note"] == "no items: the paper's table has punc, but the files read hold none of its rows"
+
+
+def test_a_table_whose_rows_have_no_items_at_all_is_still_shown():
+    spec = TableSpec(name="mt", title="Table 3", rows="task", where={"task": ["mt"]})
+    listed = TableSpec(name="nlu", title="Table 2", rows="task", where={"task": ["t", "absent"]})
+    out = paper_tables(_tables(spec, listed, task_metrics={"mt": "corpus_bleu"}), "b",
+                       _units([{"score": 1.0}, {"score": 0.0}]))
+    mt = out[out["table_name"] == "mt"].iloc[0]
+    assert (mt["row_label"], mt["metric"], mt["n_items"], mt["title"]) == ("mt", "corpus_bleu", 0, "Table 3")
+    nlu = out[out["table_name"] == "nlu"].sort_values("row_order")
+    assert list(nlu["row_label"]) == ["t", "absent"] and list(nlu["n_items"]) == [2, 0]
 
 
 def test_a_quarantine_that_changes_alone_recomputes_its_rows_incrementally(tmp_path):
