@@ -161,4 +161,46 @@ def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
     if ids.empty or ids.value_counts().max() < 2:
         return None
     n = ids.nunique() + int(units[column].isna().sum())
-    return f"interval clustered by {cluster}: {n:,} clusters of {len(units):,} items resampled whole"
+    sizes = pd.concat([ids.value_counts(), pd.Series(1, index=range(int(units[column].isna().sum())))])
+    by_size = sizes.value_counts().sort_index()
+    shown = ", ".join(f"{count:,} of {size}" for size, count in list(by_size.items())[:4])
+    shown += ", ..." if len(by_size) > 4 else ""
+    return (f"interval clustered by {cluster}: {n:,} clusters of {len(units):,} items ({shown}) resampled whole")
+
+
+# The Monte Carlo error of a bootstrap percentile, per unit of the replicates' spread: the
+# asymptotic standard error of the 2.5th (or 97.5th) percentile of B draws of a normal,
+# sqrt(p (1 - p) / B) / phi(z_p), p = 0.025.
+_PERCENTILE_SE = math.sqrt(0.025 * 0.975 / REPLICATES) / (math.exp(-1.959964 ** 2 / 2) / math.sqrt(2 * math.pi))
+
+
+def design_note(units: pd.DataFrame, cluster: str | None, replicates: np.ndarray) -> str | None:
+    """For a clustered row: its design effect (the variance of the mean of its item scores with
+    clusters resampled whole over that with items resampled alone, from the scores themselves: no
+    Monte Carlo error) and the Monte Carlo error of the interval's ends at this many replicates,
+    so that a reader can tell whether the clustering moved the interval by more than the
+    resampling noise."""
+    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
+    if not column or column not in units:
+        return None
+    ids = units[column].dropna()
+    if ids.empty or ids.value_counts().max() < 2:
+        return None
+    scores = pd.to_numeric(units["score"], errors="coerce")
+    keep = scores.notna().to_numpy()
+    y = scores.to_numpy(dtype=float)[keep]
+    clusters = units[column].astype(object).where(units[column].notna(), units["unit_id"]).to_numpy()[keep]
+    parts = []
+    if len(y) > 1 and y.var(ddof=1) > 0:
+        mean = y.mean()
+        frame = pd.DataFrame({"c": clusters, "y": y - mean})
+        totals = frame.groupby("c", sort=False)["y"].sum().to_numpy()
+        k = len(totals)
+        if k > 1:
+            clustered = k / (k - 1) * np.sum(totals ** 2) / len(y) ** 2
+            parts.append(f"design effect {clustered / (y.var(ddof=1) / len(y)):.2f}")
+    finite = replicates[np.isfinite(replicates)] if replicates is not None else np.array([])
+    if len(finite) > 1:
+        parts.append(f"the interval's ends carry a Monte Carlo error of about ±{_PERCENTILE_SE * finite.std():.2f} "
+                     f"({REPLICATES:,} replicates)")
+    return "; ".join(parts) or None

@@ -11,7 +11,15 @@ import numpy as np
 import pandas as pd
 
 from pipeline import schema
-from pipeline.aggregate.bootstrap import REPLICATES, Cell, Weights, clusters_note, compute_cell, unit_weights
+from pipeline.aggregate.bootstrap import (
+    REPLICATES,
+    Cell,
+    Weights,
+    clusters_note,
+    compute_cell,
+    design_note,
+    unit_weights,
+)
 from pipeline.aggregate.chance import chance_of, unit_chance
 from pipeline.aggregate.coverage import _groupable, card_notes, judge_verdict, left_out_notes, provenance
 from pipeline.aggregate.metrics import _accuracy_stats, _isnan, _number, metric
@@ -112,8 +120,9 @@ def _cell_rows(tables: CardTables, spec: TableSpec, cell: dict[str, Any], part: 
         result = compute_cell(part, mean_of, _leaf_metric_for(tables, metric_name), weights, spec.where)
         chance = chance_of(part, mean_of, "chance_each" if (metric_name or "").startswith("detail:")
                            else "chance", spec.where)
-        rows.append(_row(head, spec, metric_name, result, chance, [*covered_notes, why, clustered], scored_by,
-                         comparable, replicates))
+        design = design_note(asked, tables.cluster, result.replicates) if clustered else None
+        rows.append(_row(head, spec, metric_name, result, chance, [*covered_notes, why, clustered, design],
+                         scored_by, comparable, replicates))
     return rows
 
 
@@ -348,8 +357,11 @@ class _Plan:
                 continue
             scored_by, comparable, why = _provenance(part, run, fixed["asked"])
             for metric_name, tree, chance in fixed["metrics"]:
-                out.append(_row(head, spec, metric_name, _evaluate(tree, run, weights), chance,
-                                [*fixed["covered_notes"], why, fixed["clustered"]], scored_by, comparable,
+                result = _evaluate(tree, run, weights)
+                design = design_note(part.iloc[fixed["asked"]], tables.cluster, result.replicates) \
+                    if fixed["clustered"] else None
+                out.append(_row(head, spec, metric_name, result, chance,
+                                [*fixed["covered_notes"], why, fixed["clustered"], design], scored_by, comparable,
                                 replicates))
         return out
 

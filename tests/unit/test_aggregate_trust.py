@@ -3,6 +3,8 @@ differences: pipeline/aggregate/ and pipeline/compare.py on synthetic units."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -38,13 +40,20 @@ def test_correlated_answers_within_a_passage_widen_the_clustered_interval():
     naive_width = naive["ci_high"] - naive["ci_low"]
     clustered_width = clustered["ci_high"] - clustered["ci_low"]
     assert 2.2 < clustered_width / naive_width < 4.5, (naive_width, clustered_width)
-    assert "interval clustered by context: 40 clusters of 400 items" in clustered["note"]
+    assert "interval clustered by context: 40 clusters of 400 items (40 of 10) resampled whole" in clustered["note"]
     assert naive["note"] is None
+    # the design effect of whole passages known or not: the passage size (x 40/39 x 399/400, exactly)
+    assert re.search(r"design effect 10\.23; the interval's ends carry a Monte Carlo error of about ±\d\.\d\d "
+                     r"\(1,000 replicates\)", clustered["note"]), clustered["note"]
+    mc = float(re.search(r"±(\d\.\d\d)", clustered["note"])[1])
+    assert 0 < mc < 0.1 * clustered_width   # small beside the interval it qualifies
 
     independent = _units([{**r, "score": float(rng.random() < 0.5)} for r in rows])
     a, b = _row(independent), _row(independent, cluster="context")
     ratio = (b["ci_high"] - b["ci_low"]) / (a["ci_high"] - a["ci_low"])
     assert 0.7 < ratio < 1.45, ratio
+    deff = float(re.search(r"design effect (\d+\.\d\d)", b["note"])[1])
+    assert 0.6 < deff < 1.5, deff   # independent answers: about 1
 
 
 def test_cluster_weights_are_shared_within_a_cluster_and_unchanged_without_one():
