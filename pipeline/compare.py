@@ -23,7 +23,10 @@ from pipeline.benchmarks import cards
 
 KEYS = ["benchmark", "table_name", "row_order", "row_label", "metric", "split", "setting", "variant"]
 COLUMNS = [*KEYS, "title", "headline", "model_a", "model_b", "score_a", "score_b", "difference", "ci_low",
-           "ci_high", "p_value", "n_items", "n_scored_a", "n_scored_b", "comparable"]
+           "ci_high", "p_value", "replicates", "n_items", "n_scored_a", "n_scored_b", "comparable"]
+# A p-value at the floor of 1,000 replicates (1/1,001) is drawn again with this many, the first
+# 1,000 the same: "p ≤ 0.001" becomes a number, or "≤ 0.0001".
+MORE_REPLICATES = 10_000
 
 
 class CompareError(ValueError):
@@ -136,11 +139,34 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list
             if not tables.tables:
                 continue
         rows = aggregate.paper_tables(tables, name, units, replicates=True)
-        for a, b in combinations(models, 2):
-            pair = _pairs(rows, a, b)
+        pairs = {(a, b): _pairs(rows, a, b) for a, b in combinations(models, 2)}
+        pairs = _resolve_floor(tables, name, units, pairs)
+        for key, pair in pairs.items():
             if not pair.empty:
-                frames.setdefault((a, b), []).append(pair)
+                frames.setdefault(key, []).append(pair)
     return {pair: pd.concat(parts, ignore_index=True) for pair, parts in frames.items()}
+
+
+def _resolve_floor(tables: aggregate.CardTables, name: str, units: pd.DataFrame,
+                   pairs: dict[tuple[str, str], pd.DataFrame]) -> dict[tuple[str, str], pd.DataFrame]:
+    """The tables where some pair's p sits at the floor of its replicates, drawn again with
+    MORE_REPLICATES: their rows replaced, the others kept."""
+    floored = {t for pair in pairs.values() if not pair.empty
+               for t in pair.loc[pair["p_value"] <= 1 / (pair["replicates"] + 1) * (1 + 1e-9), "table_name"]}
+    if not floored:
+        return pairs
+    again = replace(tables, tables=tuple(spec for spec in tables.tables if spec.name in floored))
+    rows = aggregate.paper_tables(again, name, units, replicates=True, draws=MORE_REPLICATES)
+    out = {}
+    for (a, b), pair in pairs.items():
+        redrawn = _pairs(rows, a, b)
+        kept = pair[~pair["table_name"].isin(floored)] if not pair.empty else pair
+        out[(a, b)] = pd.concat([kept, redrawn], ignore_index=True) if not redrawn.empty else kept
+        if not out[(a, b)].empty and not pair.empty:   # the tables' order as computed
+            order = {t: i for i, t in enumerate(dict.fromkeys(pair["table_name"]))}
+            out[(a, b)] = out[(a, b)].sort_values("table_name", key=lambda c: c.map(order), kind="stable",
+                                                  ignore_index=True)
+    return out
 
 
 def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
@@ -155,7 +181,8 @@ def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
         out.append({**dict(zip(KEYS, key)), "title": ra["title"], "headline": bool(ra["headline"]),
                     "model_a": model_a, "model_b": model_b, "score_a": _value(ra["score"]),
                     "score_b": _value(rb["score"]), "difference": d.difference, "ci_low": d.ci_low,
-                    "ci_high": d.ci_high, "p_value": d.p_value, "n_items": int(ra["n_items"]),
+                    "ci_high": d.ci_high, "p_value": d.p_value, "replicates": len(ra["replicates"]),
+                    "n_items": int(ra["n_items"]),
                     "n_scored_a": int(ra["n_scored"]), "n_scored_b": int(rb["n_scored"]),
                     "comparable": bool(ra["comparable"]) and bool(rb["comparable"])})
     return pd.DataFrame(out, columns=COLUMNS)
@@ -173,14 +200,16 @@ def text(frame: pd.DataFrame, headline_only: bool = False) -> str:
         frame = frame[frame["headline"]]
     a, b = frame["model_a"].iloc[0], frame["model_b"].iloc[0]
     lines = [f"{a} - {b}: difference in score x100 on the same items, its paired-bootstrap 95% interval and "
-             f"two-sided p ({aggregate.REPLICATES:,} replicates: p is resolved to {_floor():.3f}); "
+             f"two-sided p ({aggregate.REPLICATES:,} replicates, {MORE_REPLICATES:,} for a table where p reached "
+             f"{_floor():.3f}: p is resolved to 1/(replicates + 1)); "
              "scored: the items each model has a score on, of the row's items; † = not comparable to the paper "
              f"(see the leaderboard); ‡ = fewer than {FEW_SCORED} scored items: the interval is rough"]
     for keys, part in frame.groupby(["benchmark", "split", "setting", "variant"], sort=False, dropna=False):
         lines += ["", f"{keys[0]} · split {keys[1]} · setting {keys[2]} · variant {keys[3]}"]
         body = [[f"{r.title}: {r.row_label}" + (f" ({r.metric})" if r.metric not in ("accuracy", "mean") else ""),
                  _num(r.score_a), _num(r.score_b), difference_text(r),
-                 "" if r.ci_low is None else f"[{_signed(r.ci_low)}, {_signed(r.ci_high)}]", _p(r.p_value),
+                 "" if r.ci_low is None else f"[{_signed(r.ci_low)}, {_signed(r.ci_high)}]",
+                 _p(r.p_value, r.replicates),
                  scored_text(r)] for r in part.itertuples(index=False)]
         lines.append(table(["row", a, b, "difference", "95% interval", "p", "scored"], body, align="l"))
     return "\n".join(lines)
@@ -211,13 +240,18 @@ def _signed(x) -> str:
     return "0.0" if round(float(x), 1) == 0 else f"{x:+.1f}"   # no -0.0 or +0.0
 
 
-def _floor() -> float:
+def _floor(replicates: int = aggregate.REPLICATES) -> float:
     """The smallest p the bootstrap resolves: 1 / (replicates + 1)."""
-    return 1 / (aggregate.REPLICATES + 1)
+    return 1 / (replicates + 1)
 
 
-def _p(p) -> str:
-    """p at the bootstrap's resolution: at its floor, "≤" the floor (e.g. ≤0.001 for 1,000 replicates)."""
+def _p(p, replicates: int = aggregate.REPLICATES) -> str:
+    """p at the bootstrap's resolution: at its floor, "≤" the floor (≤0.001 for 1,000 replicates,
+    ≤0.0001 for 10,000); above it, as many decimals as the replicates resolve."""
     if p is None or (isinstance(p, float) and np.isnan(p)):
         return "–"
-    return f"≤{_floor():.3f}" if p <= _floor() * (1 + 1e-9) else f"{p:.3f}"
+    replicates = int(replicates) if replicates and not (isinstance(replicates, float) and np.isnan(replicates)) \
+        else aggregate.REPLICATES
+    digits = len(str(replicates)) - 1
+    floor = _floor(replicates)
+    return f"≤{floor:.{digits}f}" if p <= floor * (1 + 1e-9) else f"{p:.{digits}f}"

@@ -137,9 +137,10 @@ def combine(values: Sequence[float], sizes: Sequence[int] | None = None) -> floa
     return float(np.dot(values, sizes) / np.sum(sizes))
 
 
-def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> Weights:
+def unit_weights(units: pd.DataFrame, cluster: str | None = None, replicates: int = REPLICATES) -> Weights:
     """Each unit id's bootstrap weights (groups' ids `group:<g>` included): its own, or with
-    `cluster` its cluster's, so that a cluster's units are resampled together."""
+    `cluster` its cluster's, so that a cluster's units are resampled together. More `replicates`
+    extend the same draws (a unit's first 1,000 weights are the same either way)."""
     units = units.drop_duplicates("unit_id")
     column = CLUSTER_COLUMNS.get(cluster) if cluster else None
     key = {uid: uid for uid in units["unit_id"]}
@@ -149,7 +150,7 @@ def unit_weights(units: pd.DataFrame, cluster: str | None = None) -> Weights:
         key[f"group:{gid}"] = key[first] if key[first] != first else f"group:{gid}"
     draws = sorted(set(key.values()))
     index = {k: i for i, k in enumerate(draws)}
-    return Weights(poisson_weights(draws), {uid: index[k] for uid, k in key.items()})
+    return Weights(poisson_weights(draws, replicates), {uid: index[k] for uid, k in key.items()})
 
 
 def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
@@ -168,10 +169,11 @@ def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
     return (f"interval clustered by {cluster}: {n:,} clusters of {len(units):,} items ({shown}) resampled whole")
 
 
-# The Monte Carlo error of a bootstrap percentile, per unit of the replicates' spread: the
-# asymptotic standard error of the 2.5th (or 97.5th) percentile of B draws of a normal,
-# sqrt(p (1 - p) / B) / phi(z_p), p = 0.025.
-_PERCENTILE_SE = math.sqrt(0.025 * 0.975 / REPLICATES) / (math.exp(-1.959964 ** 2 / 2) / math.sqrt(2 * math.pi))
+def percentile_se(replicates: int) -> float:
+    """The Monte Carlo error of a bootstrap percentile, per unit of the replicates' spread: the
+    asymptotic standard error of the 2.5th (or 97.5th) percentile of B draws of a normal,
+    sqrt(p (1 - p) / B) / phi(z_p), p = 0.025 (0.085 at 1,000 replicates)."""
+    return math.sqrt(0.025 * 0.975 / replicates) / (math.exp(-1.959964 ** 2 / 2) / math.sqrt(2 * math.pi))
 
 
 def design_note(units: pd.DataFrame, cluster: str | None, replicates: np.ndarray) -> str | None:
@@ -201,6 +203,6 @@ def design_note(units: pd.DataFrame, cluster: str | None, replicates: np.ndarray
             parts.append(f"design effect {clustered / (y.var(ddof=1) / len(y)):.2f}")
     finite = replicates[np.isfinite(replicates)] if replicates is not None else np.array([])
     if len(finite) > 1:
-        parts.append(f"the interval's ends carry a Monte Carlo error of about ±{_PERCENTILE_SE * finite.std():.2f} "
-                     f"({REPLICATES:,} replicates)")
+        parts.append(f"the interval's ends carry a Monte Carlo error of about "
+                     f"±{percentile_se(len(finite)) * finite.std():.2f} ({len(finite):,} replicates)")
     return "; ".join(parts) or None

@@ -150,10 +150,12 @@ def _none(x: float) -> float | None:
 RUN_KEYS = ["model", "variant", "setting", "split"]
 
 
-def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replicates: bool = False) -> pd.DataFrame:
+def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replicates: bool = False,
+                 draws: int = REPLICATES) -> pd.DataFrame:
     """All tables of one benchmark for every model x variant x setting x split in `units` (which
     has those columns besides the unit columns, and `capped`: the model's max_tokens cut the
-    benchmark's generation budget for that item). `replicates`: a `replicates` column too."""
+    benchmark's generation budget for that item). `replicates`: a `replicates` column too.
+    `draws`: bootstrap replicates (a comparison whose p sits at the floor draws more)."""
     units = units.copy()
     for column in ("split", "group", "part", "scored_by", "not_asked", *CLUSTER_COLUMNS.values()):
         if column not in units:
@@ -165,7 +167,7 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
     # nan for none: chance_of then reads a row's levels as one array
     units["chance"], units["chance_each"] = (np.array([math.nan if c is None else c for c in levels], dtype=np.float64)
                                              for levels in unit_chance(tables, units))
-    weights = unit_weights(units, tables.cluster)
+    weights = unit_weights(units, tables.cluster, draws)
     planned = _plannable(tables)
     plans: list[_Plan] = []
     rows = []

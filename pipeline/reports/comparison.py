@@ -28,7 +28,7 @@ def pairs(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list[st
             "a": comparing._num(r.score_a), "b": comparing._num(r.score_b),
             "difference": comparing.difference_text(r),
             "ci": "" if r.ci_low is None else f"[{comparing._signed(r.ci_low)}, {comparing._signed(r.ci_high)}]",
-            "p": comparing._p(r.p_value), "n": comparing.scored_text(r),
+            "p": comparing._p(r.p_value, r.replicates), "n": comparing.scored_text(r),
             "significant": r.ci_low is not None and (r.ci_low > 0 or r.ci_high < 0)}
             for r in frame.itertuples(index=False)]})
     return {"pairs": out, "left_out": sorted(models)[MAX_MODELS:]}

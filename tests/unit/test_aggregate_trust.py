@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from pipeline.aggregate import CardTables, TableSpec, load_tables, paper_tables, unit_weights
 from pipeline.compare import paired_difference
@@ -172,3 +173,30 @@ def test_compare_says_answers_withheld_when_the_shared_runs_have_no_score(monkey
         comparing.compare(con, "a", "b", ["aceval"])
     with pytest.raises(comparing.CompareError, match="share no benchmark run"):
         comparing.compare(con, "a", "b", ["fuxi"])
+
+
+def test_a_p_value_at_the_floor_is_drawn_again_with_more_replicates():
+    """A clear difference reaches the floor of 1,000 replicates (1/1,001): its table is drawn again
+    with 10,000 (the first 1,000 the same draws), and p prints at that resolution; a table whose p
+    is above the floor keeps its 1,000."""
+    from pipeline.compare import MORE_REPLICATES, _p, _pairs, _resolve_floor
+
+    rng = np.random.default_rng(2)
+    base = rng.random(400) < 0.5
+    rows = [{"unit_id": f"i{k}", "task": "clear", "score": float(s)} for k, s in enumerate(base)]
+    rows += [{"unit_id": f"j{k}", "task": "close", "score": float(rng.random() < 0.5)} for k in range(100)]
+    a = _units([{**r, "score": 1.0} if r["task"] == "clear" else r for r in rows], "a")
+    b = _units([{**r, "score": float(rng.random() < 0.5)} if r["task"] == "close" else r for r in rows], "b")
+    units = pd.concat([a, b], ignore_index=True)
+    tables = CardTables((TableSpec("clear", "Clear", where={"task": ["clear"]}),
+                         TableSpec("close", "Close", where={"task": ["close"]})), {}, {}, {}, None)
+    pairs = {("a", "b"): _pairs(paper_tables(tables, "x", units, replicates=True), "a", "b")}
+    before = pairs[("a", "b")].set_index("table_name")
+    assert before.loc["clear", "p_value"] == pytest.approx(1 / 1001) and before.loc["close", "p_value"] > 0.01
+    after = _resolve_floor(tables, "x", units, pairs)[("a", "b")].set_index("table_name")
+    assert list(after.index) == ["clear", "close"]
+    assert after.loc["clear", "replicates"] == MORE_REPLICATES and after.loc["close", "replicates"] == 1000
+    assert after.loc["clear", "p_value"] == pytest.approx(1 / (MORE_REPLICATES + 1))
+    assert after.loc["close", "p_value"] == before.loc["close", "p_value"]
+    assert _p(after.loc["clear", "p_value"], MORE_REPLICATES) == "≤0.0001"
+    assert _p(0.0123, MORE_REPLICATES) == "0.0123" and _p(0.0123) == "0.012"
