@@ -28,7 +28,10 @@ def beside(published: pd.DataFrame | None, benchmark: str, table_name: str, sett
 def source_label(rows: pd.DataFrame, setting: str | None = None, split: str | None = None) -> str:
     """`published (WenMind paper, Table 3)`, with the paper's setting and split where they are
     not the table's own (`setting`, `split`)."""
-    sources = ", ".join(dict.fromkeys(rows["source"]))
+    papers: dict[str, list[str]] = {}
+    for source, table in dict.fromkeys(zip(rows["source"], rows["paper_table"])):
+        papers.setdefault(source[:len(source) - len(table)].rstrip(", "), []).append(table)
+    sources = "; ".join(f"{paper}, {', '.join(tables)}" for paper, tables in papers.items())
     extra = ([s for s in sorted(set(rows["setting"])) if s != setting]
              + [f"{s} split" for s in sorted(set(rows["split"])) if s != split])
     return f"published ({sources}; {', '.join(extra)})" if extra else f"published ({sources})"

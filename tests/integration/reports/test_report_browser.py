@@ -150,9 +150,19 @@ def test_benchmark_page_shows_chart_and_tables_with_n_and_coverage(page, report,
     table = page.locator("section#by_task table.paper").first
     assert table.is_visible()
     header = table.locator("thead th").all_inner_texts()
-    assert header[1:] == ["chance", "oracle", "random"]   # the chance level, then a column per model
+    # the chance level, a column per model, and the paper's own models summed up
+    assert header[1:] == ["chance", "oracle", "random", "published"]
     first = table.locator("tbody tr").first.locator("td").nth(1).inner_text()
     assert "100.0" in first and "[100.0, 100.0]" in first and "n 3/3" in first and "coverage 100%" in first
+    assert re.fullmatch(r"\d+\.\d \[\d+\.\d, \d+\.\d\] ·17", table.locator("tbody tr").first.locator("td").last.inner_text())
+    # the paper's rows, collapsed under the table until opened, greyed
+    published = page.locator("section#by_task details.published").first
+    assert not published.locator("table").is_visible()
+    published.locator("summary").click()
+    assert published.locator("summary").inner_text().startswith("published (Fùxì paper, Table 3, Table 4): 17 rows")
+    models = published.locator("thead th").all_inner_texts()
+    assert "qwen2.5-72b" in models and "gpt-4o" in models
+    assert "published models: median, whiskers lowest-highest" in chart.inner_html()
     shot(page, tmp_path, "benchmark_fuxi")
     chart.scroll_into_view_if_needed()
     page.locator("section#by_category").scroll_into_view_if_needed()

@@ -79,8 +79,9 @@ def test_a_broken_file_is_one_line_naming_the_file_and_the_problem(tmp_path, col
 
 
 def _published(*rows) -> pd.DataFrame:
-    return pd.DataFrame([dict(zip(["benchmark", "table_name", "row_label", "model", "kind", "setting", "split",
-                                   "score", "source"], r)) for r in rows])
+    frame = pd.DataFrame([dict(zip(["benchmark", "table_name", "row_label", "model", "kind", "setting", "split",
+                                    "score", "source"], r)) for r in rows])
+    return frame.assign(paper_table=frame["source"].str.split(", ").str[-1])
 
 
 def test_a_table_is_shown_with_its_setting_else_the_papers_only_one():
