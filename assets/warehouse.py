@@ -156,10 +156,9 @@ def paper_tables_asset(bench: "BenchmarkCard") -> dg.AssetsDefinition:
                     "coverage, and a bar chart per table (metadata `scores`).",
     )
     def _asset(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
-        from pipeline import aggregate
         from pipeline.warehouse import connect_readonly
 
-        order = {spec.name: i for i, spec in enumerate(aggregate.load_tables(bench.folder / "tables.yaml").tables)}
+        order = {spec.name: i for i, spec in enumerate(bench.tables.tables)}
         db_path = warehouse_db.path()
         with connect_readonly(db_path) as con:
             frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order",

@@ -133,7 +133,7 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list
         units = _units(con, list(models), params)
         if units.empty or units["model"].nunique() < 2:
             continue
-        tables = aggregate.load_tables(bench.folder / "tables.yaml")
+        tables = bench.tables
         if headline_only:
             tables = replace(tables, tables=tuple(spec for spec in tables.tables if spec.headline))
             if not tables.tables:

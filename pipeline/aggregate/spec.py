@@ -83,10 +83,25 @@ def load_tables(path) -> CardTables:
     unknown = sorted(set(quarantine) - set(QUARANTINE_KEYS))
     if unknown:
         raise ValueError(f"{path}: quarantine: unknown keys {unknown}; expected some of {list(QUARANTINE_KEYS)}")
+    _check_metrics(path, tables, data)
     return CardTables(tuple(tables), dict(data.get("task_metrics") or {}),
                       {k: list(v) for k, v in (data.get("extra_metrics") or {}).items()},
                       {k: list(v) for k, v in (data.get("row_order") or {}).items()}, cluster, chance,
                       {str(k): str(v) for k, v in (data.get("notes") or {}).items()}, quarantine)
+
+
+def _check_metrics(path, tables: list[TableSpec], data: dict) -> None:
+    """Every metric a card names is one the metrics registry has (or `detail:<key>`): a typo is
+    one line when the card loads, not a KeyError when a warehouse is published."""
+    from pipeline.aggregate.metrics import METRICS
+
+    named = [(f"table {t.name}: metric", t.metric) for t in tables if t.metric]
+    named += [(f"task_metrics: {task}", m) for task, m in (data.get("task_metrics") or {}).items()]
+    named += [(f"extra_metrics: {task}", m) for task, ms in (data.get("extra_metrics") or {}).items() for m in ms]
+    for where, name in named:
+        if not (isinstance(name, str) and (name in METRICS or name.startswith("detail:"))):
+            raise ValueError(f"{path}: {where}: {name!r} is not a metric; expected one of {', '.join(METRICS)} "
+                             "or detail:<key>")
 
 
 def declared_tasks(tables: CardTables) -> set[str]:

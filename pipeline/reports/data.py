@@ -10,7 +10,6 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from pipeline import aggregate
 from pipeline.benchmarks import cards
 from pipeline.scoring.extract import AMBIGUOUS, EMPTY, NO_ANSWER, UNMATCHED
 
@@ -29,7 +28,7 @@ def paper_rows(con: duckdb.DuckDBPyConnection, benchmark: str | None = None) -> 
     frame = con.execute(f"SELECT * FROM paper_tables {where}", params).df()
     order = {}
     for name, card in cards().items():
-        specs = aggregate.load_tables(card.folder / "tables.yaml").tables
+        specs = card.tables.tables
         order.update({(name, spec.name): k for k, spec in enumerate(specs)})
     frame["_table_order"] = [order.get(key, len(order)) for key in zip(frame["benchmark"], frame["table_name"])]
     frame = frame.sort_values(["benchmark", "_table_order", "table_name", "split", "setting", "variant",

@@ -95,7 +95,7 @@ def _benchmark_rows(con: duckdb.DuckDBPyConnection, name: str, bench, per_corpus
     computed = {c: m for c, m in wanted.items() if m and contaminated[c]}
     if not computed:
         return
-    tables = aggregate.load_tables(bench.folder / "tables.yaml")
+    tables = bench.tables
     params = {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}
     for chunk in chunks(sorted(set().union(*computed.values()))):
         found = units(con, chunk, params)

@@ -20,7 +20,7 @@ PAPER_TABLE_TYPES = casts(schema.PAPER_TABLES)
 
 
 def card_tables() -> dict[str, aggregate.CardTables]:
-    return {name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
+    return {name: bench.tables for name, bench in cards().items()}
 
 
 def build_paper_tables(con: duckdb.DuckDBPyConnection, scope: Scope | None = None) -> list[Key]:

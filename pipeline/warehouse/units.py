@@ -79,7 +79,7 @@ def build_quarantine_placed(con: duckdb.DuckDBPyConnection,
     """`quarantine_placed`, from the whole quarantine table (a few rows: rebuilt at every publish):
     the units SQL counts those of the evaluated splits as official rows not asked."""
     tables = tables if tables is not None else {
-        name: aggregate.load_tables(bench.folder / "tables.yaml") for name, bench in cards().items()}
+        name: bench.tables for name, bench in cards().items()}
     rows: list[dict] = []
     for name, card_tables in tables.items():
         if not card_tables.quarantine:

@@ -141,3 +141,22 @@ def test_every_run_computed_from_one_plan_equals_table_rows_run_by_run():
     for got, want in zip(planned.to_dict("records"), expected):
         assert np.array_equal(got.pop("replicates"), want.pop("replicates"), equal_nan=True)
         assert {k: got[k] for k in want} == want
+
+
+@pytest.mark.parametrize("body, says", [
+    ("task_metrics: {punc: micro_f2}\ntables: {t: {rows: task}}\n", "task_metrics: punc: 'micro_f2' is not a metric"),
+    ("extra_metrics: {mt: [corpus_chrf, chrf]}\ntables: {t: {rows: task}}\n", "extra_metrics: mt: 'chrf'"),
+    ("tables: {t: {rows: task, metric: acc}}\n", "table t: metric: 'acc' is not a metric"),
+])
+def test_a_metric_typo_in_a_card_is_one_line_when_it_loads(tmp_path, body, says):
+    path = tmp_path / "tables.yaml"
+    path.write_text(body, encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        load_tables(path)
+    assert says in str(err.value) and "expected one of accuracy, micro_f1" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_every_shipped_card_reads_its_tables_once_through_the_card():
+    for card in cards().values():
+        assert card.tables is card.tables and card.tables == load_tables(card.folder / "tables.yaml")
