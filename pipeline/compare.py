@@ -194,7 +194,7 @@ def _value(x) -> float | None:
 
 def text(frame: pd.DataFrame, headline_only: bool = False) -> str:
     """The comparison as plain columns, one block per benchmark and run setting."""
-    from pipeline.contamination.tables import table
+    from pipeline.texttable import table
 
     if headline_only:
         frame = frame[frame["headline"]]

@@ -73,7 +73,7 @@ def compare_published(con: duckdb.DuckDBPyConnection, model: str, paper_model: s
 
 def text(frame: pd.DataFrame) -> str:
     """The point differences, one block per benchmark, run setting and paper table."""
-    from pipeline.contamination.tables import table
+    from pipeline.texttable import table
 
     a, b = frame["model"].iloc[0], frame["published_model"].iloc[0]
     lines = [f"{a} - {b} (published): difference in score x100, a point difference only: the paper publishes "

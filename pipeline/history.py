@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import schema
+from pipeline.texttable import table as text_table
 
 # warehouse table -> schema (pipeline/schema.py): the lake table each records, with the history's columns
 TABLES: dict[str, pa.Schema] = schema.HISTORY_TABLES
@@ -379,14 +380,12 @@ def format_diff(d: Diff) -> str:
         lines.append("no task score moved")
         return "\n".join(lines)
     lines.append("task scores that moved (x100; n = scored items)")
-    table = pd.DataFrame({
-        "model": moved["model"], "setting": moved["setting"], "variant": moved["variant"], "kind": moved["kind"],
-        "task": moved["task"],
-        "from": [_pct(s, n) for s, n in zip(moved["score_from"], moved["n_from"])],
-        "to": [_pct(s, n) for s, n in zip(moved["score_to"], moved["n_to"])],
-        "delta": [("" if pd.isna(x) else f"{100 * x:+.1f}") for x in moved["delta"]]})
-    with pd.option_context("display.max_rows", 500, "display.width", 200, "display.unicode.east_asian_width", True):
-        lines.append(table.to_string(index=False))
+    body = zip(moved["model"], moved["setting"], moved["variant"], moved["kind"], moved["task"],
+               [_pct(s, n) for s, n in zip(moved["score_from"], moved["n_from"])],
+               [_pct(s, n) for s, n in zip(moved["score_to"], moved["n_to"])],
+               [("" if pd.isna(x) else f"{100 * x:+.1f}") for x in moved["delta"]])
+    lines.append(text_table(["model", "setting", "variant", "kind", "task", "from", "to", "delta"], list(body),
+                            align="lllll"))
     return "\n".join(lines)
 
 

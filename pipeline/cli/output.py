@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from pipeline.texttable import table
+
 
 class UserError(Exception):
     """A mistake the user can fix: printed as one line, exit code `code`."""
@@ -16,25 +18,35 @@ class UserError(Exception):
 
 def text_table(headers: Sequence[str], body: Sequence[Sequence[str]], left: int = 1) -> str:
     """Plain columns: the first `left` left-aligned, the rest right-aligned (numbers)."""
-    widths = [max(len(str(row[i])) for row in [headers, *body]) for i in range(len(headers))]
-
-    def fmt(row: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) if i < left else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
-
-    return "\n".join([fmt(headers), *(fmt(row) for row in body)])
+    return table(headers, body, align="l" * left)
 
 
 def seconds(value: float) -> str:
     return f"{value:,.1f} s"
 
 
+MAX_PRINTED_ROWS = 200
+MAX_CELL = 60   # characters of one printed value; the warehouse keeps the rest
+
+
 def print_frame(frame) -> None:
+    """A query's rows as a plain table (texts left, numbers right, a long value cut with …);
+    past MAX_PRINTED_ROWS, a line says how many more there are."""
     import pandas as pd
 
-    with pd.option_context("display.max_rows", 200, "display.max_columns", 50, "display.width", 200,
-                           "display.unicode.east_asian_width", True):
-        print(frame.to_string(index=False))
+    shown = frame.head(MAX_PRINTED_ROWS)
+    align = "".join("r" if pd.api.types.is_numeric_dtype(dtype) else "l" for dtype in shown.dtypes)
+    body = [[_cell(v) for v in row] for row in shown.itertuples(index=False)]
+    print(table([str(c) for c in shown.columns], body, align=align))
+    if len(frame) > MAX_PRINTED_ROWS:
+        print(f"... {len(frame) - MAX_PRINTED_ROWS:,} more rows (narrow the query with WHERE or LIMIT)")
+
+
+def _cell(value) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    text = " ".join(str(value).split()) if isinstance(value, str) else str(value)
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL - 1] + "…"
 
 
 def error(message: str) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 
+from pipeline.texttable import table
+
 EXAMPLES = 3            # example items shown on each side of the threshold
 SNIPPET = 40            # characters of an evidence snippet shown
 NO_CORPUS = "No corpus has been scanned: run `wenheng contamination scan` first."
@@ -179,26 +181,6 @@ def snippet(text: str | None, limit: int = SNIPPET) -> str:
         return ""
     flat = " ".join("".join(c if unicodedata.category(c)[0] != "C" else " " for c in text).split())
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
-
-
-def _width(text: str) -> int:
-    """Terminal columns: wide (CJK) characters take two."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in text)
-
-
-def table(headers: Sequence[str], body: Sequence[Sequence[Any]], align: str = "l", indent: str = "  ") -> str:
-    """Plain columns as pipeline/cli/output.py's text_table, aligned per column by `align` (l or r; the
-    columns past its end right-aligned, numbers) and measured in terminal columns, so that Chinese
-    text keeps them aligned."""
-    rows = [[str(c) for c in row] for row in [headers, *body]]
-    widths = [max(_width(row[i]) for row in rows) for i in range(len(headers))]
-
-    def fmt(row: list[str]) -> str:
-        cells = [c + " " * (w - _width(c)) if align[i:i + 1] == "l" else " " * (w - _width(c)) + c
-                 for i, (c, w) in enumerate(zip(row, widths, strict=True))]
-        return (indent + "  ".join(cells)).rstrip()
-
-    return "\n".join(fmt(row) for row in rows)
 
 
 def _section(lines: list[str], title: str, body: str) -> None:

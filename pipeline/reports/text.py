@@ -13,6 +13,7 @@ import pandas as pd
 
 from pipeline.reports import published as reference
 from pipeline.rows import missing, row_label
+from pipeline.texttable import table as text_table
 
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
        "† = not comparable to the paper (its LLM-judged items were scored by rules or the demo judge: see the note)")
@@ -93,9 +94,8 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str], published: pd.DataFrame 
         ref = reference.beside(published, info["benchmark"], info["table_name"], info["setting"])
         if not ref.empty:
             table[reference.source_label(ref, info["setting"], info["split"])] = _published_column(part, order, ref)
-        with pd.option_context("display.max_rows", 500, "display.max_columns", 50, "display.width", 250,
-                               "display.unicode.east_asian_width", True):
-            out += ["", header, table.fillna("").to_string()]
+        body = [[label, *row] for label, row in zip(table.index, table.fillna("").itertuples(index=False))]
+        out += ["", header, text_table(["", *table.columns], body, align="l")]
         notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
         out += [f"  note: {row}: {note}" for row, note in notes]
         if not ref.empty and len(order) == 1:   # a headline of one row: where each model stands
