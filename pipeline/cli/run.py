@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -13,9 +12,9 @@ from typing import Any
 
 from pipeline import paths
 from pipeline.cli.commands import leaderboard, write_report
+from pipeline.cli.guarded import guarded, run_stages
 from pipeline.cli.output import UserError, error, say, seconds, text_table
 from pipeline.settings import Settings, settings
-from pipeline.terminal import route_logs
 
 LIMIT_ENV = Settings.limit.name   # read by the prompts asset: at most N evaluated items per benchmark
 
@@ -27,22 +26,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ[Settings.models.name] = str(Path(args.models).resolve())
     if args.limit:
         os.environ[LIMIT_ENV] = str(args.limit)
-    settings().check()   # every WENHENG_* variable, before any stage: a bad value is one line, exit 2
-    os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    # Arrow's default pool (mimalloc) keeps the pages the stages free for its own later use: some
-    # 60 MB held through the rest of the run that Python's heap and DuckDB cannot reuse. The
-    # system allocator returns them (read at Arrow's first allocation; the user's choice wins).
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
-    from pipeline.runner import new_run_tag
-
-    run_tag = new_run_tag()
-    log_file = paths.run_log_file(run_tag)
-    if args.verbose:
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # vLLM's INFO lines drown the progress
-        return _run(args, run_tag, log_file)
-    with route_logs(log_file):
-        return _run(args, run_tag, log_file)
+    return guarded(lambda run_tag, log_file: _run(args, run_tag, log_file), args.verbose)
 
 
 def _run(args: argparse.Namespace, run_tag: str, log_file: Path) -> int:
@@ -50,35 +34,15 @@ def _run(args: argparse.Namespace, run_tag: str, log_file: Path) -> int:
     from pipeline.runner import run_pipeline
 
     chosen, wanted, corpora = _planned(args)
-    from pipeline import locking, progress, stopping
-
-    progress.claim_terminal()  # before Dagster redirects stderr inside each step
     if _limit():   # said aloud: a limit left in the environment would otherwise shrink runs silently
         say(f"at most {_limit()} items per benchmark (--limit / ${LIMIT_ENV})")
     started_at, started = time.time(), time.perf_counter()
-    stopping.watch_signals()   # SIGINT/SIGTERM: stop sending, store what is in flight, launch nothing more
-    from pipeline.executors import shield_step_helpers
-
-    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
-    try:
-        with locking.hold():   # one writer per lake, warehouse and cache
-            try:
-                summary = run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=say,
-                                       corpora=corpora, run_tag=run_tag, force=args.force)
-            finally:
-                from pipeline.engines.vllm_engine import shutdown_engines
-
-                shutdown_engines()
-    except locking.LockHeld as exc:
-        error(str(exc))
-        return 75   # EX_TEMPFAIL: try again later
-    elapsed = time.perf_counter() - started
-    if summary.stopped is not None or stopping.stop_requested():
-        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
-        say(f"stopped by {name} after {elapsed:.1f} s: answers received are stored; "
-             "the next run sends only what is missing")
-        return stopping.exit_code()
-    return _finished(args, summary, elapsed, started_at, chosen, wanted, log_file)
+    summary, code = run_stages(lambda: run_pipeline(benchmarks=chosen, models=wanted, selection=args.select, log=say,
+                                                    corpora=corpora, run_tag=run_tag, force=args.force),
+                               "answers received are stored; the next run sends only what is missing")
+    if code is not None:
+        return code
+    return _finished(args, summary, time.perf_counter() - started, started_at, chosen, wanted, log_file)
 
 
 def _planned(args: argparse.Namespace) -> tuple[list[str], list[str], list[str]]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import signal
 import time
 from pathlib import Path
 
@@ -189,45 +188,26 @@ def _unprepared(sources_given: bool) -> list[str]:
 
 
 def _run_scan(names: list[str], verbose: bool = False, sources_given: bool = False) -> int:
-    os.environ.setdefault("DAGSTER_HOME", str(paths.dagster_home()))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from pipeline.cli.guarded import guarded
     from pipeline.contamination.ray_engine import ray_log_env
-    from pipeline.runner import new_run_tag
-    from pipeline.terminal import route_logs
 
-    run_tag = new_run_tag()
-    log_file = paths.run_log_file(run_tag)
     ray_log_env(verbose)   # in the environment: the Pipes job's Ray and its processes inherit it
-    if verbose:
-        return _scan_and_report(names, run_tag, log_file, sources_given)
-    with route_logs(log_file):
-        return _scan_and_report(names, run_tag, log_file, sources_given)
+    return guarded(lambda run_tag, log_file: _scan_and_report(names, run_tag, log_file, sources_given), verbose)
 
 
 def _scan_and_report(names: list[str], run_tag: str, log_file: Path, sources_given: bool = False) -> int:
-    from pipeline import locking, progress, stopping
+    from pipeline.cli.guarded import run_stages
     from pipeline.runner import run_pipeline
 
-    progress.claim_terminal()   # the scan's progress lines, from inside its Dagster step
     prepare = _unprepared(sources_given)
     if prepare:
         _say(f"items of {', '.join(prepare)} are not built yet: preparing them first")
     started = time.perf_counter()
-    stopping.watch_signals()
-    from pipeline.executors import shield_step_helpers
-
-    shield_step_helpers()   # the steps' helper processes never see Ctrl-C: no tracebacks from them
-    try:
-        with locking.hold():
-            summary = run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say, run_tag=run_tag)
-    except locking.LockHeld as exc:
-        _error(str(exc))
-        return 75   # EX_TEMPFAIL, as `wenheng run`
-    if summary.stopped is not None or stopping.stop_requested():
-        name = signal.Signals(stopping.stop_signal() or signal.SIGINT).name
-        _say(f"stopped by {name} after {time.perf_counter() - started:.1f} s: the corpus files scanned so far "
-             "are kept; the next scan reads only the rest")
-        return stopping.exit_code()
+    summary, code = run_stages(
+        lambda: run_pipeline(benchmarks=prepare, models=[], corpora=names, log=_say, run_tag=run_tag),
+        "the corpus files scanned so far are kept; the next scan reads only the rest")
+    if code is not None:
+        return code
     _say(f"{'done' if summary.ok else 'FAILED'} in {time.perf_counter() - started:.1f} s")
     if not summary.ok:
         if log_file.is_file():   # the failed steps' tracebacks

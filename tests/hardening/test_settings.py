@@ -66,13 +66,16 @@ def test_unset_or_blank_is_the_default_and_each_reader_sees_the_environment_as_i
         SourcesResource().limit()
 
 
+@pytest.mark.parametrize("command", [["run"], ["contamination", "scan"]], ids=["run", "scan"])
 @pytest.mark.parametrize(("name", "value", "expected"), [BAD[1], BAD[7]], ids=["error-rate", "executor"])
-def test_wenheng_run_refuses_a_bad_value_before_any_stage(tmp_path, name, value, expected):
+def test_the_commands_that_run_stages_refuse_a_bad_value_before_any_stage(tmp_path, name, value, expected, command):
+    """`wenheng run` and `wenheng contamination scan` go through one guarded sequence
+    (pipeline/cli/guarded.py): the settings are checked before anything is made."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("WENHENG_")}
     env.update({"DAGSTER_HOME": str(tmp_path / "home"), "WENHENG_LAKE": str(tmp_path / "lake"),
                 "WENHENG_WAREHOUSE": str(tmp_path / "warehouse.duckdb"), "WENHENG_CACHE": str(tmp_path / "cache"),
                 name: value})
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "run"], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", *command], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 2, done.stderr[-2000:]
     assert done.stderr == f"wenheng: {name}={value!r}: expected {expected}\n"
