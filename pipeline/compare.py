@@ -119,7 +119,8 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list
     Each model's rows and replicates are computed once per benchmark, whatever the number of pairs.
     `headline_only`: only the cards' headline tables are computed (a table's rows depend on its own
     spec and the units alone, so they are the rows a whole computation gives)."""
-    from pipeline.warehouse import _units, paper_judge_tasks
+    from pipeline.warehouse import paper_judge_tasks
+    from pipeline.warehouse import units as units_of
 
     all_cards = cards()
     wanted = list(dict.fromkeys(benchmarks or sorted(all_cards)))   # a benchmark named twice is compared once
@@ -130,7 +131,7 @@ def pairwise(con: duckdb.DuckDBPyConnection, models: list[str], benchmarks: list
     for name in wanted:
         bench = all_cards[name]
         params = {"benchmark": name, "judge_tasks": paper_judge_tasks(con, bench)}
-        units = _units(con, list(models), params)
+        units = units_of(con, list(models), params)
         if units.empty or units["model"].nunique() < 2:
             continue
         tables = bench.tables

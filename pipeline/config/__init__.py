@@ -20,8 +20,6 @@ from pipeline.config.problems import ConfigError
 from pipeline.config.sources import SourceSpec, load_dedup_params, load_duplicate_policy, load_sources
 from pipeline.config.yaml_loading import load_yaml
 
-_load_yaml = load_yaml   # the name pipeline/contamination/corpora.py reads its own file with
-
 __all__ = ["ENGINES", "MODEL_NAME", "PARAM_RULES", "ConfigError", "JudgeSpec", "ModelSpec", "ReliabilitySpec",
            "SourceSpec", "is_demo_judge", "judge_warnings", "load_config", "load_dedup_params",
            "load_duplicate_policy", "load_judges", "load_models", "load_sources", "load_yaml"]

@@ -41,8 +41,9 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pipeline.config import ConfigError, _load_yaml
+from pipeline.config import ConfigError
 from pipeline.config.problems import one_line
+from pipeline.config.yaml_loading import load_yaml
 
 FORMATS = ("jsonl", "json", "parquet", "txt")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".txt": "txt"}
@@ -135,7 +136,7 @@ def _parse_remembered(file: Path, warn: Callable[[str], None]) -> dict[str, Corp
     """The remembered corpora, each checked on its own: those that no longer hold are said and
     left out."""
     try:
-        entries = _load_yaml(file).get("corpora")
+        entries = load_yaml(file).get("corpora")
     except ConfigError as exc:
         warn(f"{exc}: the corpora scanned from the command line are left out (scan them again)")
         return {}
@@ -151,7 +152,7 @@ def _parse_remembered(file: Path, warn: Callable[[str], None]) -> dict[str, Corp
 
 
 def _parse(file: Path) -> dict[str, CorpusSpec]:
-    return _parse_entries(file, _load_yaml(file))
+    return _parse_entries(file, load_yaml(file))
 
 
 def _parse_entries(file: Path, data: dict) -> dict[str, CorpusSpec]:

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from pipeline.dedup.keys import _char_key
+from pipeline.dedup.keys import char_key
 from pipeline.dedup.ngrams import gram_hashes
 
 SEP = 10   # "\n": texts are joined by it; its key form is itself, and no n-gram crosses it
@@ -28,12 +28,12 @@ SEP = 10   # "\n": texts are joined by it; its key form is itself, and no n-gram
 
 @lru_cache(maxsize=1 << 20)
 def _key_of(code: int) -> str:
-    return _char_key(chr(code))
+    return char_key(chr(code))
 
 
 class _Table:
     """Every character's key seen so far in this process, as arrays indexed by code point: each
-    distinct character goes through `_char_key` once per process, not once per batch."""
+    distinct character goes through `char_key` once per process, not once per batch."""
     first = np.zeros(0, dtype=np.uint32)     # the key's character, when it has exactly one
     length = np.zeros(0, dtype=np.int64)     # the key's length (0: dropped)
     known = np.zeros(0, dtype=bool)

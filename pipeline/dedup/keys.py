@@ -35,7 +35,7 @@ def _is_content(ch: str) -> bool:
 
 
 @cache
-def _char_key(ch: str) -> str:
+def char_key(ch: str) -> str:
     """One character's key form: NFKC, OpenCC t2s, lower case; "" for punctuation and the like.
 
     t2s is applied character by character on purpose: a key must map a character the same way
@@ -52,7 +52,7 @@ def _needs_context(ch: str) -> bool:
 
 
 def _slow_key(text: str) -> str:
-    return "".join(_char_key(c) for c in unicodedata.normalize("NFKC", text))
+    return "".join(char_key(c) for c in unicodedata.normalize("NFKC", text))
 
 
 _DELETE = np.uint32(0xFFFFFFFF)
@@ -86,7 +86,7 @@ def _match_keys(texts: Sequence[str]) -> list[str]:
         if code == _NL:
             table[code] = _NL
             continue
-        key = _char_key(ch)
+        key = char_key(ch)
         if len(key) > 1 or _needs_context(ch):
             table[code] = _SLOW
         else:

@@ -61,14 +61,14 @@ from pipeline.warehouse.units import (
     UNITS_SQL,
     build_quarantine_placed,
     paper_judge_tasks,
+    units,
 )
-from pipeline.warehouse.units import units as _units
 
 __all__ = [
     "BASE_TABLES", "CLEAN_COLUMNS", "CLEAN_TABLE_TYPES", "CORPUS_TABLE", "CURRENT_ONLY", "DERIVED_FROM",
     "FILTERED_BY", "LAYOUT_VERSION", "PAPER_DERIVED_FROM", "PAPER_MODELS_AT_ONCE", "PAPER_TABLE_TYPES",
-    "PARTITION_COLUMNS", "TABLE_PARTITIONS", "UNITS_SQL", "Key", "Part", "PublishResult", "Scope", "_units",
+    "PARTITION_COLUMNS", "TABLE_PARTITIONS", "UNITS_SQL", "Key", "Part", "PublishResult", "Scope",
     "build", "build_clean_paper_tables", "build_paper_tables", "build_quarantine_placed", "connect_readonly",
     "lake_parts", "layout_hash", "paper_judge_tasks", "partition_columns", "publish", "published_scores",
-    "scope_keys", "sql_files",
+    "scope_keys", "sql_files", "units",
 ]

@@ -71,3 +71,27 @@ def test_every_module_imports_on_its_own():
     with ThreadPoolExecutor(max_workers=4) as pool:
         failures = {name: err for name, err in pool.map(import_alone, names) if err}
     assert not failures, failures
+
+
+def _package(module: str, modules: dict[str, ast.Module]) -> str:
+    """The package a module belongs to: the deepest folder holding it (a package's __init__ is
+    the package itself)."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        candidate = ".".join(parts[:end])
+        if candidate in modules and (ROOT / candidate.replace(".", "/")).is_dir():
+            return candidate
+    return parts[0]
+
+
+def test_no_private_name_is_imported_from_another_package():
+    """A name that starts with _ is its package's own: another package that needs it gets a
+    public name (as `pipeline.dedup.keys.char_key` is for the contamination n-grams)."""
+    modules = _modules()
+    found = []
+    for name, tree in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in modules and node.level == 0:
+                if _package(node.module, modules) != _package(name, modules):
+                    found += [f"{name} imports {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not found, "\n".join(found)

@@ -263,7 +263,7 @@ def test_clean_rows_are_aggregate_paper_tables_on_the_clean_units(lake, tmp_path
     bench = cards()["aceval"]
     with duckdb.connect(str(db), read_only=True) as con:
         params = {"benchmark": "aceval", "judge_tasks": warehouse.paper_judge_tasks(con, bench)}
-        units = warehouse._units(con, ["m1", "m2"], params)
+        units = warehouse.units(con, ["m1", "m2"], params)
         stored = con.execute("SELECT * EXCLUDE (corpus) FROM paper_tables_clean WHERE corpus = 'poetry' "
                              "AND benchmark = 'aceval'").df()
     assert set(units["unit_id"]) >= CONTAMINATED
