@@ -74,7 +74,7 @@ def note(rows: pd.DataFrame, setting: str | None = None, split: str | None = Non
 
 
 # The charts' reference series: per row the published models' median, its whiskers their range.
-SERIES = "published models: median, whiskers lowest-highest"
+SERIES = "published (median, range)"
 GREY = "#9E9E9E"
 
 

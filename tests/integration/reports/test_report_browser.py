@@ -162,7 +162,7 @@ def test_benchmark_page_shows_chart_and_tables_with_n_and_coverage(page, report,
     assert published.locator("summary").inner_text().startswith("published (Fùxì paper, Table 3, Table 4): 17 rows")
     models = published.locator("thead th").all_inner_texts()
     assert "qwen2.5-72b" in models and "gpt-4o" in models
-    assert "published models: median, whiskers lowest-highest" in chart.inner_html()
+    assert "published (median, range)" in chart.inner_html()
     shot(page, tmp_path, "benchmark_fuxi")
     chart.scroll_into_view_if_needed()
     page.locator("section#by_category").scroll_into_view_if_needed()

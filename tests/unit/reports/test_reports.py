@@ -548,7 +548,7 @@ def test_the_papers_models_are_shown_beside_every_view(warehouse, report, monkey
 
     page = (report / "cpdue.html").read_text(encoding="utf-8")
     assert "published (CP-DUE paper, Table 2)" in page and "Doubao-seed-1.6" in page and "90.3" in page
-    assert "published models: median, whiskers lowest-highest" in page   # the chart's grey series
+    assert "published (median, range)" in page   # the chart's grey series
     assert "published (WenMind paper, Table 3)" in (report / "index.html").read_text(encoding="utf-8")
     assert "84.5 [75.5, 90.3] ·7" in (report / "cpdue.md").read_text(encoding="utf-8")
     ui = scores_markdown(headline.astype(object).where(headline.notna(), None), {}, None, published)
