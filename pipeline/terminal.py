@@ -42,8 +42,9 @@ def route_logs(log_file: Path) -> Iterator[Path]:
     terminal; ERROR and above go to both. vLLM configures its own logger in each of its processes:
     it is given a logging config (VLLM_LOGGING_CONFIG_PATH) that does the same. Libraries' tqdm
     progress bars are off. wenheng's own lines are printed, not logged, and stay on the terminal.
-    Left on the terminal: what a child process (vLLM's engine and workers) writes before its
-    logging is configured or from C. Restored on the way out."""
+    What vLLM's engine and workers write before their logging is configured, or from C, goes to
+    the log file too: the engine is started within `children_stderr_to_run_log`. Restored on the
+    way out."""
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
     except OSError:   # records that cannot be written are dropped: the terminal stays quiet all the same
@@ -112,6 +113,47 @@ def _vllm_logging_config(log_file: Path) -> Path | None:
         return None
     os.environ.update(VLLM_CONFIGURE_LOGGING="1", VLLM_LOGGING_CONFIG_PATH=str(path))
     return path
+
+
+def run_log_file() -> Path | None:
+    """The log file of the run this process works for (`route_logs` here, or in the process that
+    started this step: its vLLM logging config is in the environment), or None."""
+    config = os.environ.get("VLLM_LOGGING_CONFIG_PATH")
+    if not config or not config.endswith(".vllm-logging.json"):
+        return None
+    try:
+        filename = json.loads(Path(config).read_text(encoding="utf-8"))["handlers"]["file"]["filename"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Path(filename)
+
+
+@contextmanager
+def children_stderr_to_run_log() -> Iterator[None]:
+    """Within: the child processes started here (vLLM's engine core and workers) get the run's log
+    file as their stderr, so that what they write before their logging is configured, or from C
+    (Triton's and torch's warnings, NUMA notices, loading bars), stays off the terminal. This
+    process's own stderr is back as it was on the way out. Without a run log: nothing changes."""
+    log = run_log_file()
+    fd = None
+    if log is not None:
+        try:
+            fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError:
+            fd = None
+    if fd is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    os.dup2(fd, 2)
+    os.close(fd)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _is_interrupt(exc_type: type[BaseException] | None) -> bool:

@@ -110,8 +110,11 @@ class VLLMEngine:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
             from vllm import LLM
 
-            _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,
-                               max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
+            from pipeline.terminal import children_stderr_to_run_log
+
+            with children_stderr_to_run_log():   # the engine's processes write their stderr to the run's log
+                _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,
+                                   max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
             # Registered after vLLM has imported multiprocessing, so it runs before (atexit is
             # last-in, first-out) the handler that would wait on the engine process forever.
             atexit.unregister(shutdown_engines)

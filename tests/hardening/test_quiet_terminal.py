@@ -71,6 +71,26 @@ def test_vllm_in_a_process_of_its_own_logs_to_the_run_log_file(tmp_path):
     assert "engine-error-probe" in done.stderr
 
 
+def test_what_the_engines_processes_write_to_stderr_goes_to_the_run_log(tmp_path, capfd):
+    """Triton's and torch's warnings, NUMA notices and loading bars come from vLLM's child
+    processes before their logging is configured, or from C: the engine is started with the run's
+    log file as its children's stderr, and this process's stderr is the terminal again after."""
+    from pipeline.terminal import children_stderr_to_run_log
+
+    log = tmp_path / "logs" / "run.log"
+    child = [sys.executable, "-c", "import os; os.write(2, b'child-stderr-probe from C\\n')"]
+    with cli.route_logs(log):
+        with children_stderr_to_run_log():
+            subprocess.run(child, check=True, timeout=60)
+        subprocess.run([*child[:2], "import os; os.write(2, b'after-probe\\n')"], check=True, timeout=60)
+    err = capfd.readouterr().err
+    assert "child-stderr-probe from C" in log.read_text(encoding="utf-8")
+    assert "child-stderr-probe" not in err and "after-probe" in err
+    with children_stderr_to_run_log():   # no run log (not within route_logs): nothing changes
+        subprocess.run(child, check=True, timeout=60)
+    assert "child-stderr-probe" in capfd.readouterr().err
+
+
 def test_run_verbose_is_a_flag_of_run():
     parser = cli.build_parser()
     assert parser.parse_args(["run"]).verbose is False
