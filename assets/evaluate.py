@@ -52,7 +52,8 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
                    items_by_id)
     with models.response_cache() as cache:
         completions, stats = run_with_cache(give_golds(engine, planned, items_by_id), [req for _, req in planned],
-                                            cache, log=context.log.info, label=f"{benchmark} x {model}")
+                                            cache, log=context.log.info, label=f"{benchmark} x {model}",
+                                            model=model)
     frame = schema.to_frame(response_rows(model, planned, completions), schema.RESPONSES)
     rate = stats.errors / stats.requested if stats.requested else 0.0
     passed = rate <= threshold

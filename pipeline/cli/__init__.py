@@ -21,6 +21,8 @@ import subprocess
 import sys
 
 from pipeline import paths
+from pipeline.cli.cache import add_parser as add_cache_parser
+from pipeline.cli.cache import cache as cache_command
 from pipeline.cli.commands import (
     compare,
     contamination,
@@ -85,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_run(sub)
     _add_read_commands(sub)
+    add_cache_parser(sub)
     from pipeline.contamination.commands import add_parser as add_contamination
     add_contamination(sub)
     return parser
@@ -166,7 +169,8 @@ COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql, a.timeout),
             "leaderboard": lambda a: leaderboard(a.benchmark),
             "models": lambda a: list_models(a), "tasks": lambda a: list_tasks(a), "report": lambda a: report(a),
             "diff": lambda a: diff(a), "submission": lambda a: write_submission(a),
-            "contamination": lambda a: contamination(a), "compare": lambda a: compare(a)}
+            "contamination": lambda a: contamination(a), "compare": lambda a: compare(a),
+            "cache": lambda a: cache_command(a)}
 
 
 def main(argv: list[str] | None = None) -> int:

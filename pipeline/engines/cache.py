@@ -46,8 +46,8 @@ _INSERT = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)})
            f" VALUES (?{', ?' * len(_COLUMNS)})")
 # The writer's rows carry created_at, one stamp per batch: the column's default formats one per
 # row (strftime), about 7% of SQLite's work per row.
-_INSERT_STAMPED = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)}, created_at)"
-                   f" VALUES (?{', ?' * (len(_COLUMNS) + 1)})")
+_INSERT_STAMPED = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)}, created_at, model)"
+                   f" VALUES (?{', ?' * (len(_COLUMNS) + 2)})")
 COMMIT_EVERY_S = 0.05     # an answer waits at most this long (plus the commit) to be committed
 DEFAULT_MAX_PENDING = 64  # answers waiting to be committed, for engines with no `concurrency`
 
@@ -127,8 +127,12 @@ class ResponseCache:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS responses (cache_key TEXT PRIMARY KEY, text TEXT,"
             " finish_reason TEXT, tokens_in INTEGER, tokens_out INTEGER, latency_s REAL, error TEXT,"
-            " created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')))"
+            " created_at TEXT DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')), model TEXT)"
         )
+        # which model answered (`wenheng cache info / prune`): a file from before the column has it added,
+        # its older rows without one
+        if "model" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
+            self._db.execute("ALTER TABLE responses ADD COLUMN model TEXT")
         self._writers: set[AnswerWriter] = set()
 
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
@@ -147,10 +151,11 @@ class ResponseCache:
         """Store one answer, committed before this returns (for the many of a run: `writer`)."""
         self._db.execute(_INSERT, _row(key, completion))
 
-    def writer(self, max_pending: int = DEFAULT_MAX_PENDING) -> AnswerWriter:
-        """A writer thread for the answers of one engine run; `close()` it (or use it in a `with`
-        block) to commit the rest. Closing the cache closes its writers first."""
-        writer = AnswerWriter(self.path, max_pending, on_close=self._writers.discard)
+    def writer(self, max_pending: int = DEFAULT_MAX_PENDING, model: str | None = None) -> AnswerWriter:
+        """A writer thread for the answers of one engine run (of `model`, recorded on each row);
+        `close()` it (or use it in a `with` block) to commit the rest. Closing the cache closes
+        its writers first."""
+        writer = AnswerWriter(self.path, max_pending, on_close=self._writers.discard, model=model)
         self._writers.add(writer)
         return writer
 
@@ -194,10 +199,10 @@ class AnswerWriter:
     `put` or by `close()`."""
 
     def __init__(self, path: Path, max_pending: int = DEFAULT_MAX_PENDING,
-                 on_close: Callable[[AnswerWriter], None] | None = None):
+                 on_close: Callable[[AnswerWriter], None] | None = None, model: str | None = None):
         if max_pending < 1:
             raise ValueError(f"max_pending must be at least 1, got {max_pending}")
-        self.path, self.max_pending = path, max_pending
+        self.path, self.max_pending, self.model = path, max_pending, model
         self.committed = 0                   # rows committed so far
         self._rows: list[tuple] = []         # received, not yet taken by the writer thread
         self._lock = threading.Lock()
@@ -261,7 +266,7 @@ class AnswerWriter:
                         self._full.clear()
                         self._taken.notify_all()
                     if rows:
-                        stamp = (_utc_stamp(),)
+                        stamp = (_utc_stamp(), self.model)
                         db.execute("BEGIN")
                         db.executemany(_INSERT_STAMPED, [row + stamp for row in rows])
                         db.execute("COMMIT")
@@ -293,8 +298,8 @@ class InferenceStats:
 
 
 def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseCache,
-                   log: Callable[[str], None] = lambda _: None,
-                   label: str | None = None) -> tuple[dict[str, Completion], InferenceStats]:
+                   log: Callable[[str], None] = lambda _: None, label: str | None = None,
+                   model: str | None = None) -> tuple[dict[str, Completion], InferenceStats]:
     """A completion for every request's key: from the cache where it has one, else from the engine
     (each distinct key sent once, each answer stored as it arrives, errors returned unstored).
     Every answer is committed by the time this returns or raises.
@@ -316,7 +321,7 @@ def run_with_cache(engine: Engine, requests: Sequence[Request], cache: ResponseC
         engine.load()  # outside the timing: throughput is about generation, not weight loading
         progress = Progress(len(todo), label or engine_label(engine), log=log)
         # Batches bounded by the concurrency: what a kill can lose (the module's docstring).
-        writer = cache.writer(getattr(engine, "concurrency", None) or DEFAULT_MAX_PENDING)
+        writer = cache.writer(getattr(engine, "concurrency", None) or DEFAULT_MAX_PENDING, model=model)
 
         def persist(index: int, comp: Completion) -> None:
             if not comp.error:  # failures are not cached: the next run retries them

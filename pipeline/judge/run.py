@@ -140,7 +140,7 @@ def _attempt(spec: JudgeSpec, prompts: PromptSet, engine: Engine, identity: Mapp
     batch = [(p, request(spec, identity, p.judged.score_type, with_reminder(prompts, p.judged, attempt)))
              for p in pending]
     completions, run = run_with_cache(engine, [req for _, req in batch], cache, log=log,
-                                      label=f"judge {spec.model} ({spec.benchmark})")
+                                      label=f"judge {spec.model} ({spec.benchmark})", model=spec.model)
     stats.calls += run.requested
     stats.cache_hits += run.cache_hits
     stats.sent += run.sent
@@ -261,7 +261,7 @@ def repeat_scores(spec: JudgeSpec, prompts: PromptSet, engine: Engine, picked: I
     if not batch:
         return dict(out), stats
     completions, run = run_with_cache(engine, [req for _, req, _ in batch], cache, log=log,
-                                      label=f"judge {spec.model} repeats ({spec.benchmark})")
+                                      label=f"judge {spec.model} repeats ({spec.benchmark})", model=spec.model)
     stats.calls, stats.cache_hits, stats.sent = run.requested, run.cache_hits, run.sent
     for key, req, score_type in batch:
         done = completions[req.cache_key]
