@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pipeline.engines import Completion, Request
+from pipeline.engines.identity import cache_identity
 
 STRATEGIES = ("oracle", "random")
 Pool = tuple[list[str], list[int]]
@@ -49,12 +50,19 @@ class BaselineEngine:
         self._pools: dict[str, Pool] = {}
         self.prompts_received = 0  # lets tests prove the cache stops prompts from arriving
 
+    KIND = "baseline"
+    TRANSPORT = ()
+
     def identity(self) -> dict[str, Any]:
+        """The constructor's parameters, and what the answers depend on besides
+        (pipeline/engines/identity.py)."""
+        return cache_identity(self)
+
+    def derived_identity(self) -> dict[str, Any]:
         # `reads_gold` puts the gold into the oracle's cache keys (pipeline.inference.plan): its
         # answer depends on the gold, not only on the prompt, and identical prompts with different
         # golds (real duplicates in WenMind and WYWEB) must not share a cached answer.
-        identity = {"engine": "baseline", "strategy": self.strategy, "seed": self.seed,
-                    "reads_gold": self.strategy == "oracle"}
+        identity: dict[str, Any] = {"reads_gold": self.strategy == "oracle"}
         if self.strategy == "random":   # open answers: characters of the task's golds (2: not the gold shuffled)
             identity["open_answers"] = 2   # so their keys hold the gold's length and the task's pool (gold_use)
         return identity

@@ -33,6 +33,7 @@ from typing import Any
 
 from pipeline import stopping
 from pipeline.engines import Completion, Request
+from pipeline.engines.identity import cache_identity
 from pipeline.engines.vllm_engine import plain_prompt
 from pipeline.redact import redact, watch_env
 
@@ -134,6 +135,10 @@ class OpenAIEngine:
     commit, a checkpoint tag, a dated snapshot); change it when the weights change, and the
     cache asks again. A fully pinned provider name (`gpt-4o-2024-08-06`) needs none."""
 
+    KIND = "openai"
+    TRANSPORT = ("base_url", "api_key_env", "concurrency", "timeout_s", "max_retries")
+    LEFT_OUT_AT = {"revision": None}   # added after answers were cached: their keys stay valid
+
     def __init__(self, model: str, base_url: str = "https://api.openai.com/v1",
                  api_key_env: str | None = "OPENAI_API_KEY", chat: bool = True, concurrency: int = 8,
                  timeout_s: float = 300.0, max_retries: int = 5,
@@ -161,13 +166,8 @@ class OpenAIEngine:
         self.revision = None if revision is None else str(revision)
 
     def identity(self) -> dict[str, Any]:
-        # Not base_url, the key, concurrency, timeout or retries: they change where and how outputs
-        # arrive, not what they are (see the class docstring for `revision`).
-        identity = {"engine": "openai", "model": self.model, "chat": self.chat, "seed": self.seed,
-                    "extra_body": self.extra_body}
-        if self.revision is not None:
-            identity["revision"] = self.revision
-        return identity
+        """The constructor's parameters but TRANSPORT (pipeline/engines/identity.py)."""
+        return cache_identity(self)
 
     def load(self) -> None:
         self._api_key()  # fail before sending anything when the key is missing

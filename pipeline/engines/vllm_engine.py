@@ -15,6 +15,7 @@ from typing import Any
 
 from pipeline import paths, stopping
 from pipeline.engines import Completion, Request
+from pipeline.engines.identity import cache_identity
 
 # One loaded engine per process: partitions of the same model run back to back in one process
 # (`wenheng run`), and loading weights costs far more than a small partition's generation.
@@ -93,11 +94,14 @@ class VLLMEngine:
                              "with `vllm serve --data-parallel-size N` and use engine: openai")
         self.llm_kwargs = llm_kwargs
 
+    KIND = "vllm"
+    TRANSPORT = _NOT_IN_IDENTITY
+    LEFT_OUT_AT = {name: 1 for name in _PARALLEL_IN_IDENTITY}   # one device's answers: keys as before
+
     def identity(self) -> dict[str, Any]:
-        kept = {k: v for k, v in self.llm_kwargs.items()
-                if k not in _NOT_IN_IDENTITY and not (k in _PARALLEL_IN_IDENTITY and v == 1)}
-        return {"engine": "vllm", "model": self.model, "chat_template": self.chat_template,
-                "dtype": self.dtype, "max_model_len": self.max_model_len, "seed": self.seed, **kept}
+        """The constructor's parameters and vLLM's own (llm_kwargs) but TRANSPORT
+        (pipeline/engines/identity.py)."""
+        return cache_identity(self)
 
     def load(self) -> None:
         self._llm()
