@@ -153,14 +153,21 @@ def unit_weights(units: pd.DataFrame, cluster: str | None = None, replicates: in
     return Weights(poisson_weights(draws, replicates), {uid: index[k] for uid, k in key.items()})
 
 
-def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
-    """What a row's interval says about its clusters, when some cluster holds several units."""
+def _clustered(units: pd.DataFrame, cluster: str | None) -> str | None:
+    """The column of `cluster`'s ids when some cluster holds several of `units`, else None."""
     column = CLUSTER_COLUMNS.get(cluster) if cluster else None
     if not column or column not in units:
         return None
     ids = units[column].dropna()
-    if ids.empty or ids.value_counts().max() < 2:
+    return None if ids.empty or ids.value_counts().max() < 2 else column
+
+
+def clusters_note(units: pd.DataFrame, cluster: str | None) -> str | None:
+    """What a row's interval says about its clusters, when some cluster holds several units."""
+    column = _clustered(units, cluster)
+    if column is None:
         return None
+    ids = units[column].dropna()
     n = ids.nunique() + int(units[column].isna().sum())
     sizes = pd.concat([ids.value_counts(), pd.Series(1, index=range(int(units[column].isna().sum())))])
     by_size = sizes.value_counts().sort_index()
@@ -182,11 +189,8 @@ def design_note(units: pd.DataFrame, cluster: str | None, replicates: np.ndarray
     Monte Carlo error) and the Monte Carlo error of the interval's ends at this many replicates,
     so that a reader can tell whether the clustering moved the interval by more than the
     resampling noise."""
-    column = CLUSTER_COLUMNS.get(cluster) if cluster else None
-    if not column or column not in units:
-        return None
-    ids = units[column].dropna()
-    if ids.empty or ids.value_counts().max() < 2:
+    column = _clustered(units, cluster)
+    if column is None:
         return None
     scores = pd.to_numeric(units["score"], errors="coerce")
     keep = scores.notna().to_numpy()
