@@ -135,6 +135,10 @@ class ResponseCache:
             self._db.execute("ALTER TABLE responses ADD COLUMN model TEXT")
         self._writers: set[AnswerWriter] = set()
 
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """SQL on the cache's own connection (pipeline/engines/cache_admin.py sizes and prunes it)."""
+        return self._db.execute(sql, params)
+
     def get_many(self, keys: list[str]) -> dict[str, Completion]:
         found: dict[str, Completion] = {}
         for start in range(0, len(keys), 500):

@@ -31,7 +31,7 @@ def info(path: Path) -> CacheInfo:
     if not path.is_file():
         return CacheInfo(path, 0, 0, [])
     with ResponseCache(path) as cache:
-        rows = cache._db.execute(
+        rows = cache.execute(
             "SELECT coalesce(model, ?), count(*), min(created_at), max(created_at) FROM responses "
             "GROUP BY 1 ORDER BY 2 DESC, 1", [UNRECORDED]).fetchall()
     return CacheInfo(path, _size(path), sum(r[1] for r in rows), [tuple(r) for r in rows])
@@ -54,9 +54,9 @@ def prune(path: Path, model: str | None = None, before: date | None = None, dry_
     if not path.is_file():
         return 0
     with ResponseCache(path) as cache:
-        count = cache._db.execute(f"SELECT count(*) FROM responses WHERE {clause}", params).fetchone()[0]
+        count = cache.execute(f"SELECT count(*) FROM responses WHERE {clause}", params).fetchone()[0]
         if count and not dry_run:
-            cache._db.execute(f"DELETE FROM responses WHERE {clause}", params)
+            cache.execute(f"DELETE FROM responses WHERE {clause}", params)
     if count and not dry_run:
         db = sqlite3.connect(path, timeout=60, isolation_level=None)
         try:
