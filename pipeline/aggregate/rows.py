@@ -188,29 +188,30 @@ def _with_declared_rows(tables: CardTables, rows: list[dict[str, Any]]) -> list[
     listed row in every run, in the card's order: one the source has no item of (a WYWEB task
     released without files) is a row with n_items 0 and a note, not left out without a word; a
     table none of whose rows has items is such rows alone."""
-    runs = list(dict.fromkeys(tuple(r[k] for k in RUN_KEYS) for r in rows))
+    runs: dict[tuple, dict[str, Any]] = {}                 # run -> its first row (its run columns)
+    by_table: dict[tuple, list[dict[str, Any]]] = {}       # (table, run) -> its rows
+    for r in rows:
+        run = tuple(r[k] for k in RUN_KEYS)
+        runs.setdefault(run, r)
+        by_table.setdefault((r["table_name"], run), []).append(r)
     for spec in tables.tables:
         declared = [str(v) for v in spec.where.get(spec.rows, [])] if spec.rows else []
-        if not declared:
-            continue
-        for run in runs:
-            mine = [r for r in rows if r["table_name"] == spec.name and tuple(r[k] for k in RUN_KEYS) == run]
-            present = {r["row_label"] for r in mine}
-            missing = [v for v in declared if v not in present]
+        order = {v: i for i, v in enumerate(declared)}
+        for run, like in runs.items() if declared else ():
+            mine = by_table.get((spec.name, run), [])
+            missing = [v for v in declared if v not in {r["row_label"] for r in mine}]
             if not missing:
                 continue
-            like = next(r for r in rows if tuple(r[k] for k in RUN_KEYS) == run)
-            rows += [{**{k: like[k] for k in (*RUN_KEYS, "capped", "benchmark")}, "table_name": spec.name,
-                      "title": spec.title, "row_label": value, "metric": spec.metric or tables.task_metrics.get(
-                          value, "accuracy"), "score": None, "ci_low": None, "ci_high": None, "chance": None,
-                      "n_items": 0, "n_scored": 0, "coverage": None, "headline": spec.headline, "scored_by": None,
-                      "comparable": True, "note": f"no items: the paper's table has {value}, but the files read hold "
-                                                  "none of its rows"}
+            added = [{**{k: like[k] for k in (*RUN_KEYS, "capped", "benchmark")}, "table_name": spec.name,
+                      "title": spec.title, "row_label": value,
+                      "metric": spec.metric or tables.task_metrics.get(value, "accuracy"), "score": None,
+                      "ci_low": None, "ci_high": None, "chance": None, "n_items": 0, "n_scored": 0,
+                      "coverage": None, "headline": spec.headline, "scored_by": None, "comparable": True,
+                      "note": f"no items: the paper's table has {value}, but the files read hold none of its rows"}
                      for value in missing]
-            order = {v: i for i, v in enumerate(declared)}
-            for r in rows:
-                if r["table_name"] == spec.name and tuple(r[k] for k in RUN_KEYS) == run:
-                    r["row_order"] = order.get(r["row_label"], len(order))
+            rows += added
+            for r in mine + added:
+                r["row_order"] = order.get(r["row_label"], len(order))
     return rows
 
 
