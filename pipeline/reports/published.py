@@ -52,6 +52,18 @@ def summary(rows: pd.DataFrame) -> dict[str, str]:
     return out
 
 
+def shown_once(labels: list[str]) -> list[str | None]:
+    """Per shown row (its paper-table row label, in the order shown) the label whose published
+    numbers go beside it: its own on the first row of a label, None on a second (a row shown with
+    two metrics, BLEU and chrF, gets them once, beside its first)."""
+    seen: set[str] = set()
+    out: list[str | None] = []
+    for label in labels:
+        out.append(None if label in seen else label)
+        seen.add(label)
+    return out
+
+
 def standing(rows: pd.DataFrame, label: str, model: str, score) -> str | None:
     """Where `model`'s `score` on row `label` falls among the published models: "gemma3-270m 12.3
     would rank 31 of 32 (next above: LLaMA2-7B-Chat 13.0)", or None without a score."""

@@ -85,14 +85,11 @@ def _published(g: pd.DataFrame, labels: list[str], published: pd.DataFrame | Non
     if ref.empty:
         return None
     raw = {_row_label(r.row_label, r.metric): r.row_label for r in g.itertuples(index=False)}
-    summary, seen, rows = reference.summary(ref), set(), []
-    models = list(dict.fromkeys(ref["model"]))
+    summary, models = reference.summary(ref), list(dict.fromkeys(ref["model"]))
     values = {(r.row_label, r.model): _num(r.score) for r in ref.itertuples(index=False)}
-    for label in labels:
-        first = raw[label] not in seen
-        seen.add(raw[label])
-        rows.append({"label": label, "summary": summary.get(raw[label], "") if first else "",
-                     "numbers": [values.get((raw[label], m), "") if first else "" for m in models]})
+    rows = [{"label": label, "summary": summary.get(first, "") if first else "",
+             "numbers": [values.get((first, m), "") if first else "" for m in models]}
+            for label, first in zip(labels, reference.shown_once([raw[label] for label in labels]))]
     return {"label": reference.source_label(ref, setting, split), "note": reference.note(ref, setting, split),
             "models": models, "rows": rows}
 

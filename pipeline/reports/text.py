@@ -105,15 +105,9 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str], published: pd.DataFrame 
 
 
 def _published_column(part: pd.DataFrame, order: pd.Series, ref: pd.DataFrame) -> list[str]:
-    """The published summary of each shown row, on the first row of its label (a row shown with
-    two metrics gets it once, beside its first)."""
-    summary, seen, column = reference.summary(ref), set(), []
-    labels = dict(zip(part["row"], part["row_label"]))
-    for row in order:
-        label = labels[row]
-        column.append(summary.get(label, "") if label not in seen else "")
-        seen.add(label)
-    return column
+    """The published summary of each shown row (once per label: `reference.shown_once`)."""
+    summary, labels = reference.summary(ref), dict(zip(part["row"], part["row_label"]))
+    return [summary.get(label, "") if label else "" for label in reference.shown_once([labels[r] for r in order])]
 
 
 def row_labels(frame: pd.DataFrame) -> pd.Series:
