@@ -9,6 +9,8 @@ numbers as printed: no interval, no item count, and not re-run here.
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 
 from pipeline.rows import missing
@@ -114,7 +116,9 @@ def with_published(part: pd.DataFrame, published: pd.DataFrame | None,
     if not added:
         return part, colours
     colours = {**(colours or model_colours(part["model"])), SERIES: GREY}
-    return pd.concat([part, pd.DataFrame(added)], ignore_index=True), colours
+    with warnings.catch_warnings():   # all-null columns (notes, n_items) of the added rows: part's types stand
+        warnings.simplefilter("ignore", FutureWarning)
+        return pd.concat([part, pd.DataFrame(added)], ignore_index=True), colours
 
 
 KEY = ("published = the paper's own models on that row: median [lowest, highest] ·how many, as printed "
