@@ -114,11 +114,14 @@ class VLLMEngine:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
             from vllm import LLM
 
+            from pipeline.engines import reaper
             from pipeline.terminal import children_stderr_to_run_log
 
+            before = reaper.descendants()
             with children_stderr_to_run_log():   # the engine's processes write their stderr to the run's log
                 _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,
                                    max_model_len=self.max_model_len, seed=self.seed, **self.llm_kwargs)
+            reaper.watch(reaper.descendants() - before)   # killed if this process dies before shutdown_engines
             # Registered after vLLM has imported multiprocessing, so it runs before (atexit is
             # last-in, first-out) the handler that would wait on the engine process forever.
             atexit.unregister(shutdown_engines)

@@ -1,0 +1,78 @@
+"""A loaded engine's processes end with the process that loaded them, even one killed by SIGKILL
+(pipeline/engines/reaper.py). Here the "engine" is a sleeping child process: the watcher does not
+care what it watches."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+from conftest import ROOT
+
+# Starts a child that would outlive it (a new session: no signal to its group reaches it), has the
+# watcher watch it, prints both pids, then waits to be killed.
+LOADER = """
+import subprocess, sys, time
+from pipeline.engines import reaper
+before = reaper.descendants()
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+reaper.watch(reaper.descendants() - before)
+print(child.pid, reaper._watcher.pid, flush=True)
+if sys.argv[1] == "wait":
+    time.sleep(300)
+"""
+
+
+def _start(mode: str) -> tuple[subprocess.Popen, int, int]:
+    loader = subprocess.Popen([sys.executable, "-c", LOADER, mode], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    child, watcher = (int(pid) for pid in loader.stdout.readline().split())
+    return loader, child, watcher
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "exit"])
+def test_a_watched_process_ends_with_the_process_that_loaded_it(how):
+    loader, child, watcher = _start("wait" if how == "SIGKILL" else "exit")
+    try:
+        assert psutil.Process(child).is_running()
+        if how == "SIGKILL":
+            loader.send_signal(signal.SIGKILL)
+        loader.wait(timeout=30)
+        assert _gone(child), "the watched process outlived its loader"
+        assert _gone(watcher), "the watcher outlived its work"
+    finally:
+        for pid in (child, watcher):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_a_process_id_given_to_another_process_is_not_killed():
+    """Only a process with the recorded start time is killed: a reused pid is someone else's."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        created = psutil.Process(bystander.pid).create_time()
+        script = ("from pipeline.engines import reaper; import sys; "
+                  f"reaper.watch([({bystander.pid}, {created - 5.0})]); print(reaper._watcher.pid, flush=True)")
+        loader = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert _gone(int(loader.stdout)), "the watcher outlived its work"
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
