@@ -53,7 +53,7 @@ def server(tmp_path_factory):
     port, log = _free_port(), tmp_path_factory.mktemp("vllm_serve") / "server.log"
     command = [sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(model_dir),
                "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
-               "--dtype", "bfloat16", "--max-model-len", "1024", "--enforce-eager",
+               "--dtype", "float32", "--max-model-len", "1024", "--enforce-eager",
                "--kv-cache-memory-bytes", str(1 << 30), "--seed", "0", "--distributed-executor-backend", "uni",
                "--disable-uvicorn-access-log"]
     with open(log, "wb") as out:
