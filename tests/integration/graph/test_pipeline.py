@@ -9,29 +9,21 @@ import shutil
 
 import duckdb
 import pytest
-from conftest import ROOT, write_yaml
+from conftest import BASELINES, ROOT, write_yaml
 
 from pipeline import benchmarks
 from pipeline.runner import run_pipeline
 
-BASELINES = """
-models:
-  random: {engine: baseline, strategy: random, seed: 0}
-  oracle: {engine: baseline, strategy: oracle}
-"""
 BENCHMARKS = list(benchmarks.names())
 
 
 @pytest.fixture
-def baseline_run(workdir, monkeypatch):
-    monkeypatch.setenv("WENHENG_MODELS", str(write_yaml(workdir / "models.yaml", BASELINES)))
-    monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
-    lines: list[str] = []
-    summary = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lines.append)
-    summary.lines = lines
-    assert summary.ok
-    con = duckdb.connect(str(workdir / "warehouse.duckdb"), read_only=True)
-    yield summary, con
+def baseline_run(baseline_build, monkeypatch):
+    """The session's baseline build (tests/conftest.py), read by the test: its summary (with its
+    log lines) and a read-only connection to its warehouse."""
+    root = baseline_build.use(monkeypatch)
+    con = duckdb.connect(str(root / "warehouse.duckdb"), read_only=True)
+    yield baseline_build.summary, con
     con.close()
 
 
@@ -132,10 +124,11 @@ def test_dedup_and_variants_in_the_warehouse(baseline_run):
         "traditional",)
 
 
-def test_rematerializing_sends_no_prompt_to_the_engine(baseline_run, workdir):
+def test_rematerializing_sends_no_prompt_to_the_engine(baseline_build, tmp_path, monkeypatch):
     """Responses whose lake files are gone are built again, every answer from the response cache."""
-    first, _ = baseline_run
+    first = baseline_build.summary
     assert first.metadata("responses", "aceval|oracle")["prompts_sent"] == 12
+    workdir = baseline_build.copy(tmp_path / "build", monkeypatch)
     for file in (workdir / "lake" / "responses").rglob("*.parquet"):
         file.unlink()
     second = run_pipeline(BENCHMARKS, ["random", "oracle"], log=lambda _: None)
@@ -165,14 +158,14 @@ def test_random_baseline_is_near_chance(workdir, monkeypatch):
     assert n == 400 and 0.19 <= accuracy <= 0.31  # chance 0.25, binomial sd 0.022
 
 
-def test_corrections_and_aceval_submission(baseline_run, workdir):
+def test_corrections_and_aceval_submission(baseline_run, tmp_path):
     _, con = baseline_run
     applied = con.execute("""SELECT item_id, field, status FROM corrections_audit""").fetchall()
     assert ("wyweb/dev/irc/044cacad15b7", "context", "applied") in applied
     assert not con.execute("SELECT context FROM items WHERE item_id = 'wyweb/dev/irc/044cacad15b7'").fetchone()[0].startswith("<")
     from pipeline.cli import main
 
-    out = workdir / "submission.json"
+    out = tmp_path / "submission.json"
     assert main(["submission", "aceval", "--model", "random", "-o", str(out)]) == 0
     submitted = json.loads(out.read_text(encoding="utf-8"))
     assert submitted == {"historical_facts": {"0": submitted["historical_facts"]["0"], "1": submitted["historical_facts"]["1"]},

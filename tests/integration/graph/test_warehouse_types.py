@@ -3,26 +3,17 @@ where a column holds no value at all (an empty quarantine, a response without er
 
 from __future__ import annotations
 
-import shutil
-
 import dagster as dg
 import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import ROOT, write_yaml
 
-from pipeline import benchmarks, paths, schema
-from pipeline.runner import run_pipeline
+from pipeline import paths, schema
 from pipeline.warehouse import BASE_TABLES, build
 from resources.lake import lake_schema, to_arrow
 
-BASELINES = """
-models:
-  random: {engine: baseline, strategy: random, seed: 0}
-  oracle: {engine: baseline, strategy: oracle}
-"""
 # Every base table of the warehouse, with the schema pipeline/schema.py declares under its name.
 DECLARED = {table: getattr(schema, table.upper()) for table in BASE_TABLES}
 DUCKDB_TYPES = {
@@ -40,20 +31,10 @@ def arrow_columns(table_schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
 
 
 @pytest.fixture(scope="module")
-def baseline_run(tmp_path_factory):
-    """One baseline run on the samples for the whole module (the `workdir` layout, module-scoped)."""
-    tmp = tmp_path_factory.mktemp("warehouse_types")
-    with pytest.MonkeyPatch.context() as mp:
-        for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
-                          ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
-            mp.setenv(name, str(tmp / sub))
-        (tmp / "dagster_home").mkdir()
-        shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", tmp / "dagster_home" / "dagster.yaml")
-        mp.setenv("WENHENG_MODELS", str(write_yaml(tmp / "models.yaml", BASELINES)))
-        mp.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
-        assert run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lambda _: None).ok
-    con = duckdb.connect(str(tmp / "warehouse.duckdb"), read_only=True)
-    yield tmp, con
+def baseline_run(baseline_build):
+    """The session's baseline build (tests/conftest.py), only read here: its folder and its warehouse."""
+    con = duckdb.connect(str(baseline_build.root / "warehouse.duckdb"), read_only=True)
+    yield baseline_build.root, con
     con.close()
 
 

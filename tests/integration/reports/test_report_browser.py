@@ -15,18 +15,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import ROOT, write_yaml
 
 from pipeline import benchmarks
 
 CHROMIUM = Path(os.environ.get("WENHENG_CHROMIUM", "/usr/bin/chromium"))
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
-BASELINES = """
-models:
-  random: {engine: baseline, strategy: random, seed: 0}
-  oracle: {engine: baseline, strategy: oracle}
-"""
 
 
 NASTY = "</script><script>alert('x')</script><img src=x onerror=alert(1)> & \"q\" 文衡"
@@ -63,22 +57,13 @@ def browser(can_browse):
 
 
 @pytest.fixture(scope="module")
-def report(can_browse, tmp_path_factory) -> Path:
-    """A report of a real baseline run on the samples."""
+def report(can_browse, baseline_build, tmp_path_factory) -> Path:
+    """A report of a real baseline run on the samples (a copy of the session's baseline build)."""
     from pipeline.reports import write_reports
-    from pipeline.runner import run_pipeline
 
     base = tmp_path_factory.mktemp("report_run")
-    (base / "dagster_home").mkdir()
-    shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", base / "dagster_home" / "dagster.yaml")
     with pytest.MonkeyPatch.context() as mp:
-        for name, sub in [("WENHENG_LAKE", "lake"), ("WENHENG_WAREHOUSE", "warehouse.duckdb"),
-                          ("DAGSTER_HOME", "dagster_home"), ("WENHENG_CACHE", "cache")]:
-            mp.setenv(name, str(base / sub))
-        mp.setenv("WENHENG_MODELS", str(write_yaml(base / "models.yaml", BASELINES)))
-        mp.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
-        summary = run_pipeline(list(benchmarks.names()), ["random", "oracle"], log=lambda _: None)
-        assert summary.ok, summary.failures
+        baseline_build.copy(base, mp)
     # one answer that would run script if any page put data into HTML unescaped
     with duckdb.connect(str(base / "warehouse.duckdb")) as con:
         con.execute("UPDATE responses SET text = ? WHERE item_id = ? AND model = 'oracle'", [NASTY, NASTY_ITEM])
