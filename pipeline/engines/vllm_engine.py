@@ -117,6 +117,7 @@ class VLLMEngine:
             from pipeline.engines import reaper
             from pipeline.terminal import children_stderr_to_run_log
 
+            reaper.start()   # before the engine's processes: a kill while the model loads leaves none either
             before = reaper.descendants()
             with children_stderr_to_run_log():   # the engine's processes write their stderr to the run's log
                 _LOADED[key] = LLM(model=resolve_model(self.model), dtype=self.dtype,

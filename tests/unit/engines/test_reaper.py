@@ -14,22 +14,30 @@ import psutil
 import pytest
 from conftest import ROOT
 
-# Starts a child that would outlive it (a new session: no signal to its group reaches it), has the
-# watcher watch it, prints both pids, then waits to be killed.
+# Starts a child that would outlive it (a new session: no signal to its group reaches it) and has
+# the watcher watch it: sent by pid ("sent"), or found by its engine-like name while it runs
+# ("named", as vLLM's processes are found while the model loads); prints both pids, then exits
+# ("exit") or waits to be killed.
 LOADER = """
 import subprocess, sys, time
 from pipeline.engines import reaper
+how, end = sys.argv[1:3]
+reaper.start()
 before = reaper.descendants()
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
-reaper.watch(reaper.descendants() - before)
+command = ["bash", "-c", "exec -a VLLM::FakeEngine sleep 300"] if how == "named" else ["sleep", "300"]
+child = subprocess.Popen(command, start_new_session=True)
+if how == "sent":
+    reaper.watch(reaper.descendants() - before)
+else:
+    time.sleep(1.5)   # the watcher looks every half second
 print(child.pid, reaper._watcher.pid, flush=True)
-if sys.argv[1] == "wait":
+if end == "wait":
     time.sleep(300)
 """
 
 
-def _start(mode: str) -> tuple[subprocess.Popen, int, int]:
-    loader = subprocess.Popen([sys.executable, "-c", LOADER, mode], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def _start(how: str, end: str) -> tuple[subprocess.Popen, int, int]:
+    loader = subprocess.Popen([sys.executable, "-c", LOADER, how, end], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     child, watcher = (int(pid) for pid in loader.stdout.readline().split())
     return loader, child, watcher
 
@@ -46,12 +54,12 @@ def _gone(pid: int, within_s: float = 10.0) -> bool:
     return False
 
 
-@pytest.mark.parametrize("how", ["SIGKILL", "exit"])
-def test_a_watched_process_ends_with_the_process_that_loaded_it(how):
-    loader, child, watcher = _start("wait" if how == "SIGKILL" else "exit")
+@pytest.mark.parametrize("how, end", [("sent", "SIGKILL"), ("sent", "exit"), ("named", "SIGKILL")])
+def test_a_watched_process_ends_with_the_process_that_loaded_it(how, end):
+    loader, child, watcher = _start(how, "wait" if end == "SIGKILL" else "exit")
     try:
         assert psutil.Process(child).is_running()
-        if how == "SIGKILL":
+        if end == "SIGKILL":
             loader.send_signal(signal.SIGKILL)
         loader.wait(timeout=30)
         assert _gone(child), "the watched process outlived its loader"
