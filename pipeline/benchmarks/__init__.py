@@ -1,4 +1,6 @@
-"""The benchmark registry: one line per benchmark card (see pipeline/benchmarks/benchmark_card.py).
+"""The benchmark registry: every card folder in this package (see pipeline/benchmarks/benchmark_card.py),
+the five papers' first in REGISTRY's order, any other after them by name: a new benchmark is its
+folder alone.
 
 Cards are imported when first asked for (not when this module is), so the configuration can
 import the registry without an import circle. `WENHENG_CARDS` adds card folders kept outside
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pipeline.benchmarks.benchmark_card import BenchmarkCard
 
+# The order the papers' cards are listed and shown in (leaderboard, reports).
 REGISTRY = (
     "pipeline.benchmarks.wenmind",
     "pipeline.benchmarks.aceval",
@@ -54,7 +57,7 @@ def _load(extra: str) -> dict[str, BenchmarkCard]:
     """Keyed on $WENHENG_CARDS as written: the variable is parsed (and checked) only when it changes."""
     from pipeline.settings import settings
 
-    modules = [importlib.import_module(name) for name in REGISTRY]
+    modules = [importlib.import_module(name) for name in (*REGISTRY, *_other_folders())]
     for folder in settings({EXTRA_CARDS_ENV: extra}).cards if extra.strip() else ():
         modules.append(_import_folder(Path(folder)))
     loaded = _Cards()
@@ -69,6 +72,14 @@ def _load(extra: str) -> dict[str, BenchmarkCard]:
         loaded[card.name] = card
         loaded.modules[card.name] = module
     return loaded
+
+
+def _other_folders() -> list[str]:
+    """The card folders of this package that REGISTRY does not list, by name."""
+    import pkgutil
+
+    return sorted(f"{__name__}.{found.name}" for found in pkgutil.iter_modules(__path__)
+                  if found.ispkg and f"{__name__}.{found.name}" not in REGISTRY)
 
 
 def _import_folder(folder: Path):

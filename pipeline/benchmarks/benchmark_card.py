@@ -3,7 +3,8 @@
     pipeline/benchmarks/<name>/
       __init__.py     CARD = BenchmarkCard(...): names, paper, adapter, scorer routing (the
                       card's folder is this package's)
-      adapter.py      the benchmark's own files -> item rows + quarantine rows
+      adapter.py      the benchmark's own files -> item rows + quarantine rows (and the
+                      card's `layout`: where those files lie, which splits they hold)
       protocol.yaml   how the benchmark asks its questions (prompt templates as data), read as a
                       `Protocol` (below); a setting may `extends:` another
       judge.yaml      optional: the LLM judge's prompts, routes and version (pipeline/judge)
@@ -22,13 +23,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, model_validator
 
 from pipeline.config.entries import Entry, Flag, a_mapping, expect, null_is, typed
 from pipeline.config.problems import Problems, problem, problems_at
 from pipeline.config.yaml_loading import load_yaml
+
+if TYPE_CHECKING:
+    from pipeline.sources.layout import Layout
 
 # What a setting's templates may name: the item's fields (pipeline/prompts.py fills them in)
 TEMPLATE_FIELDS = ("question", "context", "options", "topic", "examples")
@@ -193,6 +197,10 @@ class BenchmarkCard:
     # quotes it, it does not leak the item): item -> texts. None: its context
     # (pipeline/contamination/passages.py, which also has the quoted-text layouts).
     passages: Callable[[dict[str, Any]], list[str]] | None = None
+    # Where its files lie under sources.yaml's `path` and which splits they hold, checked before
+    # any stage (pipeline/sources/layout.py: `JSONL` for the jsonl readers); None: only that the
+    # path exists.
+    layout: Layout | None = None
     # The card's folder (protocol.yaml, tables.yaml, *.sql): by default the package that defines
     # CARD (set when the registry loads it, `pipeline.benchmarks._load`).
     folder: Path | None = None

@@ -1,19 +1,17 @@
-"""Where each benchmark's files lie under its configured `path`, and which splits they hold: what
-`wenheng run` checks before any stage (pipeline.config.load_config) and ingestion checks again
-once a `url` source is downloaded (pipeline.sources.ingest.parse_source).
+"""Where a benchmark's files lie under its configured `path`, and which splits they hold: each card
+declares its `Layout` (`BenchmarkCard.layout`); this module checks a source against it, what
+`wenheng run` does before any stage (pipeline.config.load_config) and ingestion again once a `url`
+source is downloaded (pipeline.sources.ingest.parse_source).
 
-A layout only looks at names (and AC-EVAL's small subject_mapping.json): nothing is parsed, so
-the check costs a few directory listings however large the files are. A card without a layout
-here (one added through WENHENG_CARDS) is checked for its path's existence only."""
+A layout only looks at names (and a side file such as AC-EVAL's small subject_mapping.json):
+nothing is parsed, so the check costs a few directory listings however large the files are. A
+card without a layout is checked for its path's existence only."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,44 +27,21 @@ class Layout:
     check: Callable[[Path], None] | None = None  # side files: raises SourceError when one is broken
 
 
-@cache
-def layouts() -> dict[str, Layout]:
-    """benchmark -> its layout, built from the adapters' own names (reached through the card
-    registry, which imports cards by name: pipeline.config uses this module, and the adapters
-    import pipeline.config)."""
+def _jsonl_splits(path: Path) -> set[str]:
     from pipeline.sources.jsonl import jsonl_files
 
-    aceval, wyweb_tasks = _adapter("aceval"), _adapter("wyweb").TASKS
-
-    def wenmind(path: Path) -> set[str]:
-        return {"test"} if path.is_file() or any(path.glob("WenMind*.json")) else set()
-
-    def wyweb(path: Path) -> set[str]:
-        return {p.stem for task, (extensions, _, _) in wyweb_tasks.items() for ext in extensions
-                for p in (path / task).glob(f"*.{ext}")}
-
-    def jsonl(path: Path) -> set[str]:
-        return {p.stem for p in jsonl_files(path)}
-
-    jsonl_layout = Layout("a .jsonl file, or a folder of <split>.jsonl files", True, True, jsonl)
-    return {
-        "wenmind": Layout("a WenMind JSON file (WenMind_ver1.json) or a folder of WenMind*.json files",
-                          True, True, wenmind),
-        "aceval": Layout(f"a folder holding {' and/or '.join(s + '/' for s in aceval.SPLITS)} folders of "
-                         f"<subject>.csv files, and {aceval.MAPPING_FILE}", False, True, aceval.present_splits,
-                         aceval.check_mapping),
-        "wyweb": Layout(f"a folder of <task>/<split>.<ext> files, e.g. punc/dev.tsv (tasks: {', '.join(wyweb_tasks)})",
-                        False, True, wyweb),
-        "fuxi": jsonl_layout,
-        "cpdue": jsonl_layout,
-    }
+    return {p.stem for p in jsonl_files(path)}
 
 
-def _adapter(benchmark: str) -> ModuleType:
-    """The module of a registered card's adapter (its `parse`)."""
+# The layout of pipeline/sources/jsonl.py's readers (`parse_files`): one file, or a file per split.
+JSONL = Layout("a .jsonl file, or a folder of <split>.jsonl files", True, True, _jsonl_splits)
+
+
+def layouts() -> dict[str, Layout]:
+    """benchmark -> its layout, from the registered cards (`BenchmarkCard.layout`)."""
     from pipeline import benchmarks
 
-    return sys.modules[benchmarks.card(benchmark).parse.__module__]
+    return {name: benchmarks.card(name).layout for name in benchmarks.names() if benchmarks.card(name).layout}
 
 
 def path_problem(spec: SourceSpec) -> str | None:

@@ -1,7 +1,7 @@
 """AC-EVAL (Wei et al., 2024): 13 multiple-choice subjects on ancient Chinese in three levels
 (general historical knowledge, short- and long-text understanding); test answers withheld."""
 
-from pipeline.benchmarks.aceval.adapter import parse, submission
+from pipeline.benchmarks.aceval.adapter import LAYOUT, parse, submission
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.contamination.passages import quoted_passages
 
@@ -10,6 +10,7 @@ CARD = BenchmarkCard(
     paper="Wei et al. 2024, AC-EVAL: Evaluating Ancient Chinese Language Understanding in Large "
           "Language Models",
     parse=parse,
+    layout=LAYOUT,
     submission=submission,
     # The paper's numbers are on test (answers withheld: scored by submission); dev holds the
     # few-shot examples, and is scored only when sources.yaml asks (`evaluate: [dev, test]`).

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pipeline.sources.accounting import FileUnreadable, ParseResult, Row, SourceError, guarded_file, guarded_row
 from pipeline.sources.json_array import parse_json
 from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.layout import Layout
 from pipeline.sources.text import display_path, json_type, read_text
 
 if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
@@ -233,3 +234,8 @@ def _row(spec, split, name, shown, n, row, header, col, seen, subject: dict[str,
         "references": [],
         "metadata": meta,
     }, ""
+
+
+# where the files lie (pipeline/sources/layout.py): the splits' folders, and the mapping checked
+LAYOUT = Layout(f"a folder holding {' and/or '.join(s + '/' for s in SPLITS)} folders of <subject>.csv files, "
+                f"and {MAPPING_FILE}", False, True, present_splits, check_mapping)

@@ -5,12 +5,14 @@ in one prompt, answered with three letters."""
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.cpdue.adapter import parse
 from pipeline.contamination.passages import classical
+from pipeline.sources.layout import JSONL
 
 CARD = BenchmarkCard(
     name="cpdue", title="CP-DUE",
     paper="Beyond Memorization and Recitation: Evaluating LLMs on Deep Understanding of Ancient "
           "Chinese Poetry (CP-DUE; anonymous ACL submission)",
     parse=parse,
+    layout=JSONL,
     # AU: three letters in order (figure, source, meaning); 1 when all are right (the paper's
     # AU-all), each question's 0/1 in details q1-q3 (its AU Q1-Q3). The other tasks: one letter.
     scorers={"AU": "option_sequence"},

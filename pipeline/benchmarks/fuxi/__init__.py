@@ -4,6 +4,7 @@ judge, and format rules for couplets and ci (tone, rhyme and cipai tables: pipel
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.fuxi.adapter import TASKS, parse
 from pipeline.contamination.passages import classical
+from pipeline.sources.layout import JSONL
 
 # The paper's metric per task -> wenheng's rule scorer (pipeline/scoring/rules.py).
 SCORER_OF_METRIC = {"accuracy": "option", "bleu": "bleu", "llm_judge": "judge",
@@ -14,6 +15,7 @@ CARD = BenchmarkCard(
     paper="Zhao et al. 2024, Fùxì: A Benchmark for Evaluating Language Models on Ancient Chinese Text "
           "Understanding and Generation",
     parse=parse,
+    layout=JSONL,
     scorers={task.name: SCORER_OF_METRIC[task.metric] for task in TASKS.values()},
     # The ten QA tasks are scored by the paper's LLM evaluator (judge.yaml: its Figure 4 prompt, Y/N).
     paper_scorer={task.name: "judge" for task in TASKS.values() if task.metric == "llm_judge"},

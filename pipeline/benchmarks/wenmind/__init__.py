@@ -2,7 +2,7 @@
 26 coarse tasks, 3 domains and 3 capabilities; MCQ, QA and fill-in-the-blank."""
 
 from pipeline.benchmarks.benchmark_card import BenchmarkCard
-from pipeline.benchmarks.wenmind.adapter import parse
+from pipeline.benchmarks.wenmind.adapter import LAYOUT, parse
 from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_JUDGE_PROMPTS
 from pipeline.contamination.passages import classical
 
@@ -11,6 +11,7 @@ CARD = BenchmarkCard(
     paper="Cao et al. 2024, WenMind: A Comprehensive Benchmark for Evaluating Large Language Models "
           "in Chinese Classical Literature and Language Arts",
     parse=parse,
+    layout=LAYOUT,
     # Sentiment-style MCQs whose gold is a label text (not a letter) are matched on the label set.
     scorers={"classification": "label"},
     # The paper scores every item with its LLM judge (judge.yaml routes each to one of its four

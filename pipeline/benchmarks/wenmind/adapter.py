@@ -17,6 +17,7 @@ from pipeline.config import SourceSpec
 from pipeline.sources.accounting import ParseResult, Row, guarded_file
 from pipeline.sources.json_array import read_json_array
 from pipeline.sources.keys import item_id, provenance
+from pipeline.sources.layout import Layout
 from pipeline.sources.records import unique_items
 from pipeline.sources.text import display_path, json_type, non_text
 
@@ -69,6 +70,13 @@ def item_format(question_format: str, answer: str) -> str:
             return "mcq_multi"
         return "classification"  # sentiment-style MCQs whose gold is a label text
     return "open_qa"
+
+
+def _splits(path) -> set[str]:
+    return {"test"} if path.is_file() or any(path.glob("WenMind*.json")) else set()
+
+
+LAYOUT = Layout("a WenMind JSON file (WenMind_ver1.json) or a folder of WenMind*.json files", True, True, _splits)
 
 
 def parse(spec: SourceSpec) -> ParseResult:

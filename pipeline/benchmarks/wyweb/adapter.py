@@ -44,6 +44,7 @@ from pipeline.dedup.policy import QUALITY_FLAGS_KEY, option_quality_flags
 from pipeline.sources.accounting import MERGED_ROWS, ParseResult, Row, guarded_file, guarded_row
 from pipeline.sources.json_array import json_row, read_json_array
 from pipeline.sources.keys import ContentKeys, item_id, provenance
+from pipeline.sources.layout import Layout
 from pipeline.sources.options import letter
 from pipeline.sources.text import display_path, non_text, read_lines
 
@@ -391,3 +392,13 @@ TASKS: dict[str, tuple[tuple[str, ...], str, Callable[[Any], Row]]] = {
     "irc": (("json",), "array", _irc),
     "wywmt": (("tsv",), "tsv", _wywmt),
 }
+
+
+# where the files lie (pipeline/sources/layout.py): <task>/<split>.<ext>
+def _splits(path) -> set[str]:
+    return {p.stem for task, (extensions, _, _) in TASKS.items() for ext in extensions
+            for p in (path / task).glob(f"*.{ext}")}
+
+
+LAYOUT = Layout(f"a folder of <task>/<split>.<ext> files, e.g. punc/dev.tsv (tasks: {', '.join(TASKS)})",
+                False, True, _splits)

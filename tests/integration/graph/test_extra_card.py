@@ -1,5 +1,6 @@
-"""Adding a benchmark is one card folder plus one registry entry: a tiny benchmark written here,
-in a temp folder (registered through WENHENG_CARDS), runs through the whole graph."""
+"""Adding a benchmark is one card folder: tests/cards/toybench (a card, its protocol, its sample
+file), registered through WENHENG_CARDS and given a sources.yaml entry, runs through the whole
+graph. In pipeline/benchmarks/ the registry finds a new folder by itself."""
 
 from __future__ import annotations
 
@@ -7,73 +8,39 @@ import os
 import shutil
 import subprocess
 import sys
-import textwrap
 
 import duckdb
 from conftest import ROOT
 
-CARD = '''
-from pathlib import Path
-
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
-from pipeline.config import SourceSpec
-from pipeline.sources.jsonl import parse_files, record_id
-from pipeline.sources.accounting import ParseResult
-from pipeline.sources.keys import provenance
+TOY = ROOT / "tests" / "cards" / "toybench"   # the card, its protocol and its sample file
 
 
-def parse(spec: SourceSpec) -> ParseResult:
-    def rows(split, shown, objects, result):
-        for locator, rec in objects:
-            result.raw_counts[shown] += 1
-            if record_id(rec) is None or rec.get("answer") not in ("A", "B"):
-                result.reject(spec.benchmark, shown, locator, "needs id and answer A or B", rec)
-                continue
-            result.items.append({
-                "item_id": f"toybench/{split}/pairs/{rec['id']}",
-                **provenance(spec, shown, locator, "Apache-2.0"),
-                "split": split, "task": "pairs", "task_group": "pairs", "domain": None, "capability": None,
-                "format": "mcq_single", "context": None, "question": rec["question"],
-                "choices": rec["options"], "answer": rec["answer"], "references": [], "metadata": {}})
-    return parse_files(spec, rows)
-
-
-CARD = BenchmarkCard(name="toybench", title="Toy bench", paper="written for this test",
-                     folder=Path(__file__).parent, parse=parse)
-'''
-PROTOCOL = '''
-settings:
-  ask:
-    template: "{question}\\n{options}\\n答案："
-    max_tokens: 4
-'''
-ITEMS = [
-    '{"id": 1, "question": "“学而时习之”出自哪部书？", "options": ["论语", "孟子"], "answer": "A"}',
-    '{"id": 2, "question": "“床前明月光”的作者是谁？", "options": ["杜甫", "李白"], "answer": "B"}',
-    '{"id": 3, "question": "没有答案", "options": ["甲", "乙"]}',
-]
-
-
-def test_a_card_from_a_temp_folder_runs_through_the_graph(tmp_path):
-    card = tmp_path / "cards" / "toybench"
-    card.mkdir(parents=True)
-    (card / "__init__.py").write_text(textwrap.dedent(CARD), encoding="utf-8")
-    (card / "protocol.yaml").write_text(PROTOCOL, encoding="utf-8")
-    (tmp_path / "toy").mkdir()
-    (tmp_path / "toy" / "test.jsonl").write_text("\n".join(ITEMS) + "\n", encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text("benchmarks:\n  toybench: {path: toy, version: v1}\n", encoding="utf-8")
+def _run(tmp_path, sources: str) -> subprocess.CompletedProcess:
+    (tmp_path / "sources.yaml").write_text(sources, encoding="utf-8")
     (tmp_path / "models.yaml").write_text(
         "models:\n  oracle: {engine: baseline, strategy: oracle}\n"
         "  random: {engine: baseline, strategy: random, seed: 0}\n", encoding="utf-8")
     home = tmp_path / "dagster_home"
-    home.mkdir()
+    home.mkdir(exist_ok=True)
     shutil.copy(ROOT / ".dagster_home" / "dagster.yaml", home / "dagster.yaml")
-    env = {**os.environ, "WENHENG_CARDS": str(card), "DAGSTER_HOME": str(home),
+    env = {**os.environ, "WENHENG_CARDS": str(TOY), "DAGSTER_HOME": str(home),
            "WENHENG_LAKE": str(tmp_path / "lake"), "WENHENG_WAREHOUSE": str(tmp_path / "wh.duckdb"),
-           "WENHENG_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--sources", str(tmp_path / "sources.yaml"),
+           "WENHENG_CACHE": str(tmp_path / "cache"), "WENHENG_REPORTS": str(tmp_path / "reports"),
+           "WENHENG_HISTORY": str(tmp_path / "history"), "WENHENG_LOGS": str(tmp_path / "logs")}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--sources", str(tmp_path / "sources.yaml"),
                            "--models", str(tmp_path / "models.yaml")],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _repository_state() -> str:
+    """What git sees changed in the checkout (ignored files, such as data/cache, left out)."""
+    done = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout if done.returncode == 0 else "(not a git checkout)"
+
+
+def test_a_card_folder_runs_through_the_graph_and_nothing_outside_it_changes(tmp_path):
+    before = _repository_state()
+    done = _run(tmp_path, f"benchmarks:\n  toybench: {{path: {TOY / 'samples'}, version: v1}}\n")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Toy bench - overall" in done.stdout   # the printed leaderboard has the new benchmark (default tables)
     con = duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True)
@@ -84,3 +51,14 @@ def test_a_card_from_a_temp_folder_runs_through_the_graph(tmp_path):
     assert board["oracle"] == 100.0 and 0 <= board["random"] <= 100
     prompt = con.execute("SELECT messages FROM prompts WHERE item_id = 'toybench/test/pairs/2'").fetchone()[0]
     assert "A. 杜甫\\nB. 李白" in prompt
+
+    assert _repository_state() == before   # the run wrote nothing into the checkout
+
+
+def test_a_card_folder_brings_its_own_layout_check(tmp_path):
+    """The card's `layout` (the jsonl readers' layout) is checked before any stage: one line, exit 2."""
+    (tmp_path / "empty").mkdir()
+    done = _run(tmp_path, f"benchmarks:\n  toybench: {{path: {tmp_path / 'empty'}, version: v1}}\n")
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "holds no toybench file; expected a .jsonl file, or a folder of <split>.jsonl files" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline import benchmarks
 from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
 from pipeline.sources.accounting import SourceError
@@ -245,7 +246,7 @@ def test_a_missing_path_is_the_sources_error_not_a_row(tmp_path):
 
 def test_a_folder_without_the_layout_says_so(tmp_path):
     _write(tmp_path / "notes.txt", "nothing here")
-    for benchmark in ("wenmind", "aceval", "wyweb", "fuxi", "cpdue"):
+    for benchmark in benchmarks.names():   # every card declares its layout
         with pytest.raises(SourceError, match=f"holds no {benchmark} file; expected "):
             parse_source(SourceSpec(benchmark, tmp_path, "v"))
         assert parse_source(SourceSpec(benchmark, tmp_path, "v", allow_empty=True)).raw_counts == {}
