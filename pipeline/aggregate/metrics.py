@@ -28,6 +28,7 @@ class Metric:
     # summed statistics (k,) or (k, replicates) -> the number(s), 0-100
     value: Callable[[np.ndarray], float | np.ndarray]
     higher_is_better: bool = True   # every metric of the five papers is (results.json says so per metric)
+    reads: tuple[str, ...] = ()     # the keys of a score's details its statistics need (none: the score)
 
 
 def _accuracy_stats(unit: dict[str, Any]) -> list[float]:
@@ -66,12 +67,12 @@ def _corpus(kind: str, key: str) -> Metric:
 
     def value(sums: np.ndarray) -> float | np.ndarray:
         return one(sums) if sums.ndim == 1 else np.array([one(sums[:, b]) for b in range(sums.shape[1])])
-    return Metric(key.removesuffix("_stats"), stats, value)
+    return Metric(key.removesuffix("_stats"), stats, value, reads=(key,))
 
 
 METRICS: dict[str, Metric] = {
     "accuracy": Metric("accuracy", _accuracy_stats, _ratio),
-    "micro_f1": Metric("micro_f1", _f1_stats, _micro_f1),
+    "micro_f1": Metric("micro_f1", _f1_stats, _micro_f1, reads=("tp", "fp", "fn")),
     # corpus BLEU / chrF from per-item sacrebleu statistics (scoring/rules.py stores them)
     "corpus_bleu": _corpus("bleu", "bleu_stats"),
     "corpus_chrf": _corpus("chrf", "chrf_stats"),
@@ -81,7 +82,7 @@ METRICS: dict[str, Metric] = {
 def metric(name: str) -> Metric:
     if name.startswith("detail:"):   # the mean of a number in the score's details (CP-DUE AU's questions)
         key = name.split(":", 1)[1]
-        return Metric(name, _detail_stats(key), _ratio)
+        return Metric(name, _detail_stats(key), _ratio, reads=(key,))
     return METRICS[name]
 
 

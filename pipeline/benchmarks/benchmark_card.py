@@ -216,7 +216,28 @@ class BenchmarkCard:
         (`pipeline.aggregate.CardTables`)."""
         from pipeline.aggregate.spec import load_tables
 
-        return load_tables(self.folder / "tables.yaml")
+        path = self.folder / "tables.yaml"
+        tables = load_tables(path)
+        for where, task, name in _metrics_by_task(tables):
+            problem = self._unsummable(task, name)
+            if problem:
+                raise ValueError(f"{path}: {where}: {problem}")
+        return tables
+
+    def _unsummable(self, task: str, name: str) -> str | None:
+        """Why the scores of `task` cannot give metric `name`: the rule scorer the card routes the
+        task to does not write the details the metric sums. None when it does, or when the task's
+        scorer is chosen by format (known only once items are read)."""
+        from pipeline.aggregate.metrics import metric
+        from pipeline.scoring.rules import DETAILS
+
+        scorer = self.scorers.get(task)
+        missing = [key for key in metric(name).reads if scorer in DETAILS and key not in DETAILS[scorer]]
+        if not missing:
+            return None
+        written = ", ".join(sorted(DETAILS[scorer])) or "none"
+        return (f"{name!r} sums {', '.join(missing)} from each score's details, which the {scorer} scorer "
+                f"({task}'s, `scorers=` in the card) does not write (it writes {written})")
 
     @cached_property
     def published(self):
@@ -244,3 +265,18 @@ class BenchmarkCard:
         if isinstance(self.paper_scorer, str):
             return self.paper_scorer
         return self.paper_scorer.get(task, self.paper_scorer.get("default", "rule"))
+
+
+def _metrics_by_task(tables) -> list[tuple[str, str, str]]:
+    """(where in tables.yaml, task, metric name) for each metric a card's tables compute over named
+    tasks: task_metrics, extra_metrics, and table and cell metrics with `where: {task: [...]}`."""
+    found = [(f"task_metrics: {task}", task, name) for task, name in tables.task_metrics.items()]
+    found += [(f"extra_metrics: {task}", task, name) for task, names in tables.extra_metrics.items() for name in names]
+    for spec in tables.tables:
+        if spec.metric:
+            found += [(f"table {spec.name}: metric", str(task), spec.metric) for task in spec.where.get("task", [])]
+        for label, cell in spec.cells.items():
+            if cell.get("metric"):
+                found += [(f"table {spec.name}: {label}: metric", str(task), cell["metric"])
+                          for task in (cell.get("where") or {}).get("task", [])]
+    return found

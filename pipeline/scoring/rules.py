@@ -214,6 +214,23 @@ SCORERS: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "option_sequence": _score_sequence,
 }
 
+# name -> the keys of the details its rows carry (checked on every card's samples by
+# tests/unit/scoring/test_scorer_details.py): a card's tables may sum only what the scorer its
+# tasks are routed to writes (BenchmarkCard.tables checks each metric against this).
+DETAILS: dict[str, frozenset[str]] = {name: frozenset(keys) for name, keys in {
+    "option": (), "option_multi": (), "label": (), "judge": (),
+    "fill_blank": ("blanks", "hit"),
+    "chrf": ("bleu", "chrf", "bleu_stats", "chrf_stats"),
+    "bleu": ("bleu", "chrf", "bleu_stats", "chrf_stats"),
+    "punctuation_f1": ("tp", "fp", "fn", "f1"),
+    "entity_f1": ("tp", "fp", "fn", "f1"),
+    "couplet_rules": ("checks", "expected", "faults", "first_line_ends", "lengths", "lenient", "mismatches",
+                      "strict", "unknown", "unknown_chars"),
+    "ci_rules": ("checks", "cipai", "expected", "faults", "lengths", "lenient", "mismatches", "pattern", "source",
+                 "strict", "unknown", "unknown_chars", "variant", "variants"),
+    "option_sequence": ("extracted", "q1", "q2", "q3"),
+}.items()}
+
 
 def _row(scorer: str, score: float | None, reason: str | None, extracted: str | None = None,
          details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -160,3 +160,22 @@ def test_a_metric_typo_in_a_card_is_one_line_when_it_loads(tmp_path, body, says)
 def test_every_shipped_card_reads_its_tables_once_through_the_card():
     for card in cards().values():
         assert card.tables is card.tables and card.tables == load_tables(card.folder / "tables.yaml")
+
+
+@pytest.mark.parametrize("body, says", [
+    # WYWEB routes punc to punctuation_f1: it writes tp/fp/fn, not sacrebleu's statistics
+    ("task_metrics: {punc: corpus_bleu}\ntables: {t: {rows: task}}\n",
+     "task_metrics: punc: 'corpus_bleu' sums bleu_stats from each score's details, which the punctuation_f1 scorer"),
+    ("extra_metrics: {wywmt: [micro_f1]}\ntables: {t: {rows: task}}\n",
+     "extra_metrics: wywmt: 'micro_f1' sums tp, fp, fn from each score's details, which the chrf scorer"),
+    ("tables: {t: {rows: task, cells: {q4: {where: {task: [wywmt]}, metric: 'detail:q4'}}}}\n",
+     "table t: q4: metric: 'detail:q4' sums q4"),
+])
+def test_a_metric_the_routed_scorer_cannot_feed_is_one_line_when_the_card_loads(tmp_path, body, says):
+    import dataclasses
+
+    wyweb = cards()["wyweb"]
+    (tmp_path / "tables.yaml").write_text(body, encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        _ = dataclasses.replace(wyweb, folder=tmp_path).tables
+    assert says in str(err.value) and "\n" not in str(err.value), str(err.value)
