@@ -90,15 +90,8 @@ def job_assets(name: str, partitioned: bool | None = None) -> set[dg.AssetKey]:
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
            description="Adds a model partition for each entry of models.yaml.")
 def models_sensor(context: dg.SensorEvaluationContext):
-    try:
-        names = sorted(load_models(paths.models_file()))
-    except ConfigError as exc:
-        return dg.SkipReason(str(exc))
-    known = set(context.instance.get_dynamic_partitions(models_partitions.name))
-    new = [n for n in names if n not in known]
-    if not new:
-        return dg.SkipReason("every configured model already has partitions")
-    return dg.SensorResult(dynamic_partitions_requests=[models_partitions.build_add_request(new)])
+    return _add_partitions(context, models_partitions, lambda: load_models(paths.models_file()),
+                           "every configured model already has partitions")
 
 
 @dg.sensor(minimum_interval_seconds=60, default_status=dg.DefaultSensorStatus.RUNNING,
@@ -106,15 +99,24 @@ def models_sensor(context: dg.SensorEvaluationContext):
 def corpora_sensor(context: dg.SensorEvaluationContext):
     from pipeline.contamination.corpora import load_corpora
 
+    return _add_partitions(context, corpora_partitions,
+                           lambda: load_corpora(paths.corpora_file(), paths.scanned_corpora_file()),
+                           "every configured corpus already has a partition")
+
+
+def _add_partitions(context: dg.SensorEvaluationContext, partitions: dg.DynamicPartitionsDefinition,
+                    configured, nothing_new: str):
+    """A partition for each configured name that has none yet; a configuration that does not load
+    skips the tick with its one line."""
     try:
-        names = sorted(load_corpora(paths.corpora_file(), paths.scanned_corpora_file()))
+        names = sorted(configured())
     except ConfigError as exc:
         return dg.SkipReason(str(exc))
-    known = set(context.instance.get_dynamic_partitions(corpora_partitions.name))
+    known = set(context.instance.get_dynamic_partitions(partitions.name))
     new = [n for n in names if n not in known]
     if not new:
-        return dg.SkipReason("every configured corpus already has a partition")
-    return dg.SensorResult(dynamic_partitions_requests=[corpora_partitions.build_add_request(new)])
+        return dg.SkipReason(nothing_new)
+    return dg.SensorResult(dynamic_partitions_requests=[partitions.build_add_request(new)])
 
 
 @dg.sensor(jobs=[prepare_job, evaluate_job, scan_job, publish_job], minimum_interval_seconds=30,

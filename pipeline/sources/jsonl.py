@@ -8,9 +8,9 @@ one line quarantines that line only."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pipeline.sources.accounting import ParseResult, guarded_file
 from pipeline.sources.json_array import json_row
@@ -19,6 +19,8 @@ from pipeline.sources.text import display_path, read_lines
 if TYPE_CHECKING:  # annotations only: pipeline.config reaches this module (the source layout check)
     from pipeline.config import SourceSpec
 
+
+T = TypeVar("T")
 
 def jsonl_files(path: Path) -> list[Path]:
     """The files of the layout: `path` itself, or the `<split>.jsonl` files of a folder."""
@@ -71,6 +73,18 @@ def record_id(record: dict) -> str | None:
         return None
     text = str(value).strip()
     return text if "/" not in text else None  # the id becomes one segment of item_id
+
+
+def record_task(record: dict, tasks: Mapping[str, T], expected: str) -> tuple[T | None, str | None]:
+    """(the record's task among `tasks`, None), or (None, why not): its id is checked first, then its
+    `task` name (`expected` says which names are, in the line)."""
+    if record_id(record) is None:
+        return None, "missing or invalid id (a non-empty string or integer without '/')"
+    name = record.get("task")
+    task = tasks.get(name) if isinstance(name, str) else None
+    if task is None:
+        return None, f"task {name!r} is not one of {expected}"
+    return task, None
 
 
 def text_field(record: dict, key: str) -> str | None:

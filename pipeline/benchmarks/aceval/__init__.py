@@ -10,7 +10,6 @@ CARD = BenchmarkCard(
     paper="Wei et al. 2024, AC-EVAL: Evaluating Ancient Chinese Language Understanding in Large "
           "Language Models",
     parse=parse,
-    layout=LAYOUT,
     submission=submission,
     # The paper's numbers are on test (answers withheld: scored by submission); dev holds the
     # few-shot examples, and is scored only when sources.yaml asks (`evaluate: [dev, test]`).
@@ -18,4 +17,5 @@ CARD = BenchmarkCard(
     exemplar_splits=("dev",),
     # The passage a question asks about sits inside it (quoted, or after its instruction line).
     passages=quoted_passages,
+    layout=LAYOUT,   # where its files lie under `path` (checked before any stage)
 )

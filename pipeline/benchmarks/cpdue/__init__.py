@@ -12,10 +12,10 @@ CARD = BenchmarkCard(
     paper="Beyond Memorization and Recitation: Evaluating LLMs on Deep Understanding of Ancient "
           "Chinese Poetry (CP-DUE; anonymous ACL submission)",
     parse=parse,
-    layout=JSONL,
     # AU: three letters in order (figure, source, meaning); 1 when all are right (the paper's
     # AU-all), each question's 0/1 in details q1-q3 (its AU Q1-Q3). The other tasks: one letter.
     scorers={"AU": "option_sequence"},
     # WS asks about a word of the poem its question quotes whole.
     passages=classical(questions=frozenset({"WS"})),
+    layout=JSONL,   # where its files lie under `path` (checked before any stage)
 )

@@ -32,7 +32,7 @@ from typing import Any
 
 from pipeline.config import SourceSpec
 from pipeline.sources.accounting import ParseResult, Row
-from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.jsonl import parse_files, record_id, record_task, string_list, text_field
 from pipeline.sources.keys import item_id, provenance
 from pipeline.sources.options import letter
 from pipeline.sources.records import unique_items
@@ -138,12 +138,9 @@ def _row_id(item: dict) -> str:
 
 
 def _item(record: dict) -> Row:
-    if record_id(record) is None:
-        return None, "missing or invalid id (a non-empty string or integer without '/')"
-    name = record.get("task")
-    task = TASKS.get(name) if isinstance(name, str) else None
-    if task is None:
-        return None, f"task {name!r} is not one of {sorted(TASKS)}"
+    task, problem = record_task(record, TASKS, str(sorted(TASKS)))
+    if problem:
+        return None, problem
     wrong = non_text(record, ("question", "title", "author", "content", "line"))
     if wrong:
         return None, wrong

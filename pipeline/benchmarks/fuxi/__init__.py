@@ -15,7 +15,6 @@ CARD = BenchmarkCard(
     paper="Zhao et al. 2024, Fùxì: A Benchmark for Evaluating Language Models on Ancient Chinese Text "
           "Understanding and Generation",
     parse=parse,
-    layout=JSONL,
     scorers={task.name: SCORER_OF_METRIC[task.metric] for task in TASKS.values()},
     # The ten QA tasks are scored by the paper's LLM evaluator (judge.yaml: its Figure 4 prompt, Y/N).
     paper_scorer={task.name: "judge" for task in TASKS.values() if task.metric == "llm_judge"},
@@ -24,4 +23,5 @@ CARD = BenchmarkCard(
     # keywords, the poem a translation renders, a ci to a tune).
     passages=classical(questions=frozenset({"PT", "PA", "ACT", "FQST", "PLST", "LCQA", "CG"}),
                        answers=frozenset({"PG", "CiG", "IPT", "CG"})),
+    layout=JSONL,   # where its files lie under `path` (checked before any stage)
 )

@@ -19,7 +19,7 @@ from typing import Any
 
 from pipeline.config import SourceSpec
 from pipeline.sources.accounting import ParseResult, Row
-from pipeline.sources.jsonl import parse_files, record_id, string_list, text_field
+from pipeline.sources.jsonl import parse_files, record_id, record_task, string_list, text_field
 from pipeline.sources.keys import item_id, provenance
 from pipeline.sources.records import unique_items
 from pipeline.sources.text import non_text
@@ -95,12 +95,9 @@ def _parse_rows(spec: SourceSpec, split: str, shown: str, rows: Iterator[tuple[s
 
 
 def _item(record: dict) -> Row:
-    if record_id(record) is None:
-        return None, "missing or invalid id (a non-empty string or integer without '/')"
-    name = record.get("task")
-    task = TASKS.get(name) if isinstance(name, str) else None
-    if task is None:
-        return None, f"task {name!r} is not one of the 21 Fùxì tasks"
+    task, problem = record_task(record, TASKS, "the 21 Fùxì tasks")
+    if problem:
+        return None, problem
     wrong = non_text(record, ("input", "output", "context"))
     if wrong:
         return None, wrong

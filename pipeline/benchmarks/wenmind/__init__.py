@@ -11,7 +11,6 @@ CARD = BenchmarkCard(
     paper="Cao et al. 2024, WenMind: A Comprehensive Benchmark for Evaluating Large Language Models "
           "in Chinese Classical Literature and Language Arts",
     parse=parse,
-    layout=LAYOUT,
     # Sentiment-style MCQs whose gold is a label text (not a letter) are matched on the label set.
     scorers={"classification": "label"},
     # The paper scores every item with its LLM judge (judge.yaml routes each to one of its four
@@ -22,6 +21,7 @@ CARD = BenchmarkCard(
     passages=classical(answers=frozenset({
         "content Q&A", "comprehension dictation", "write the next sentence", "write the previous sentence",
         "modern Chinese to classical Chinese", "punctuation"})),
+    layout=LAYOUT,   # where its files lie under `path` (checked before any stage)
 )
 
 # Beside CARD, the card's hook (pipeline/benchmarks/__init__.py): WenMind's own judge prompts,

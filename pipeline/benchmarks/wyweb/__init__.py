@@ -8,10 +8,10 @@ CARD = BenchmarkCard(
     name="wyweb", title="WYWEB",
     paper="Zhou et al. 2023, WYWEB: A NLP Evaluation Benchmark For Classical Chinese",
     parse=parse,
-    layout=LAYOUT,
     # Labeling tasks are asked as rewriting the text and scored on the marks put back.
     scorers={"punc": "punctuation_f1", "glner": "entity_f1", "wywmt": "chrf"},
     # The public snapshot has dev and train splits, no test: the dev split is what is evaluated.
     eval_splits=("dev",),
     exemplar_splits=(),
+    layout=LAYOUT,   # where its files lie under `path` (checked before any stage)
 )
