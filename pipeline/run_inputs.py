@@ -22,7 +22,8 @@ class Inputs:
 
     Every fingerprint holds wenheng's code (each file of pipeline/, assets/, resources/, sql/ and
     the extra card folders) and the settings that change outputs (_base). Besides:
-      prepare      the benchmark's sources entry, source files and corrections (source_fingerprints),
+      prepare      the benchmark's sources entry, source files and corrections (source_fingerprints;
+                   raw_items without the corrections, which apply after it),
                    the sources file's own keys (dedup, duplicates, quality), the variants and
                    settings models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
       responses    the data version of the benchmark's prompts; of its items, what inference reads
@@ -91,7 +92,10 @@ class Inputs:
             asked = sorted(asked_pairs(self._specs().values(), benchmark))   # the pairs its prompts are built for
             sizes = ngram_sizes(paths.corpora_file())   # the n-gram sizes its contamination index is built for
             value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked, sizes)
-            return self._versioned(dict.fromkeys(keys, value))
+            # the raw rows are parsed from the files alone: a correction does not parse them again
+            files = source_fingerprints(paths.sources_file(), None, [benchmark])[benchmark]
+            raw = _digest(self._base(), "prepare", files, self._sources(benchmark))
+            return self._versioned({key: raw if key.to_user_string() == "raw_items" else value for key in keys})
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
             return {}
 

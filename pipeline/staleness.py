@@ -119,10 +119,10 @@ def plan(inputs: Inputs, phases: Phases, job: str, partition, force: bool = Fals
     else:
         prints = inputs.publish(keys)
     todo = frozenset(keys) if force else frozenset(keys) - inputs.up_to_date(keys, partition, prints)
-    if todo and job in ("prepare", "scan"):
-        # whole or not at all: a scan is one multi-asset that cannot be split, and prepare's
-        # later stages are cheap next to the run that reads the sources
-        todo = frozenset(keys)
+    if todo and job == "scan":
+        todo = frozenset(keys)   # whole or not at all: a scan is one multi-asset that cannot be split
+    # prepare: every stage has the same inputs but raw_items, which has no corrections among them,
+    # so a correction rebuilds all but the parse of the source files
     return Planned(job, partition, todo, prints)
 
 

@@ -43,13 +43,14 @@ def parse_source(spec: SourceSpec) -> ParseResult:
     return result
 
 
-def source_fingerprints(sources_file: Path, corrections_dir: Path, benchmarks: Iterable[str]) -> dict[str, str]:
+def source_fingerprints(sources_file: Path, corrections_dir: Path | None, benchmarks: Iterable[str]) -> dict[str, str]:
     """Per benchmark, a cheap fingerprint of what its item stages read: its entry in the sources
-    file, its source files (names, sizes, modification times) and the corrections to its items.
-    It changes when that benchmark's data lands, and only then."""
+    file, its source files (names, sizes, modification times) and, unless `corrections_dir` is
+    None (what raw_items reads), the corrections to its items. It changes when that benchmark's
+    data lands, and only then."""
     specs = load_sources(sources_file)
     corrections: dict[str, list[str]] = {}
-    for correction in load_corrections(corrections_dir):
+    for correction in load_corrections(corrections_dir) if corrections_dir is not None else ():
         corrections.setdefault(correction.benchmark, []).append(repr(correction))
     prints = {}
     for benchmark in benchmarks:

@@ -80,6 +80,8 @@ def test_an_answer_correction_rescores_without_asking_the_model(built):
     assert summary.metadata("responses", "aceval|oracle")["prompts_sent"] == 1
     assert set(runs) == {("prepare", "aceval"), ("evaluate", "aceval|random"), ("evaluate", "aceval|oracle"),
                          ("publish", None)}
+    # corrections apply after the raw rows: the source files are not parsed again
+    assert "raw_items" not in runs[("prepare", "aceval")] and "items" in runs[("prepare", "aceval")]
     with duckdb.connect(str(built / "warehouse.duckdb"), read_only=True) as con:
         gold, oracle = con.execute("""SELECT i.answer, s.score FROM items i JOIN scores s USING (item_id)
             WHERE item_id = ? AND s.model = 'oracle' AND s.kind = 'rule'""", [item_id]).fetchone()
