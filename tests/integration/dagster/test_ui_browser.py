@@ -94,6 +94,7 @@ def ui(baseline_build, tmp_path_factory):
         (tmp / "dagster_home" / "dagster.yaml").write_text((ROOT / ".dagster_home" / "dagster.yaml").read_text()
                                                            + "\nnux:\n  enabled: false\n")
         from pipeline.definitions import defs
+
         port = _free_port()
         bin_dir = Path(sys.executable).parent
         logs = [open(tmp / f"{name}.log", "wb") for name in ("webserver", "daemon")]   # noqa: SIM115
