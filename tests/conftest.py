@@ -65,10 +65,11 @@ class BaselineBuild:
         monkeypatch.setenv("WENHENG_SOURCES", str(ROOT / "data" / "sources.yaml"))
         return self.root
 
-    def copy(self, dest: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-        """A copy of the build at `dest`, with the settings pointed at it, for a test that changes it."""
+    def copy(self, dest: Path, monkeypatch: pytest.MonkeyPatch | None = None) -> Path:
+        """A copy of the build at `dest` for a test that changes it; with `monkeypatch`, the settings
+        pointed at it."""
         shutil.copytree(self.root, dest, dirs_exist_ok=True)
-        return BaselineBuild(dest, self.summary).use(monkeypatch)
+        return BaselineBuild(dest, self.summary).use(monkeypatch) if monkeypatch else dest
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,8 @@ from resources.engines import WarehouseResource  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("leaderboard_report"))
+def warehouse(baseline_build, tmp_path_factory) -> Path:
+    return build(baseline_build, tmp_path_factory.mktemp("leaderboard_report"))
 
 
 def _materialize(warehouse: Path, reports: Path, monkeypatch, tags=None) -> dict:

@@ -27,8 +27,8 @@ NASTY = "</script><script>alert('x')</script> & \"quotes\" <b>bold</b> <!-- ц│ищ
 
 
 @pytest.fixture(scope="module")
-def warehouse(tmp_path_factory) -> Path:
-    return build(tmp_path_factory.mktemp("reports_run"))
+def warehouse(baseline_build, tmp_path_factory) -> Path:
+    return build(baseline_build, tmp_path_factory.mktemp("reports_run"))
 
 
 @pytest.fixture(scope="module")
