@@ -41,7 +41,14 @@ def layouts() -> dict[str, Layout]:
     """benchmark -> its layout, from the registered cards (`BenchmarkCard.layout`)."""
     from pipeline import benchmarks
 
-    return {name: benchmarks.card(name).layout for name in benchmarks.names() if benchmarks.card(name).layout}
+    return {name: card.layout for name, card in benchmarks.cards().items() if card.layout}
+
+
+def _layout_of(benchmark: str) -> Layout | None:
+    from pipeline import benchmarks
+
+    card = benchmarks.cards().get(benchmark)
+    return None if card is None else card.layout
 
 
 def path_problem(spec: SourceSpec) -> str | None:
@@ -51,7 +58,7 @@ def path_problem(spec: SourceSpec) -> str | None:
     `allow_empty`."""
     from pipeline.sources.accounting import SourceError
 
-    layout, path = layouts().get(spec.benchmark), spec.path
+    layout, path = _layout_of(spec.benchmark), spec.path
     expected = f"; expected {layout.expected}" if layout else ""
     if not path.exists():
         return f"{path} does not exist{expected}"
@@ -76,7 +83,7 @@ def split_problems(spec: SourceSpec, default_evaluated: tuple[str, ...] = ()) ->
     that `splits` leaves out), and, given the card's `default_evaluated` splits, when `evaluate`
     is not set and none of them is ingested: each of these asks nothing. Empty for a card
     without a layout, or a path `path_problem` refuses."""
-    layout = layouts().get(spec.benchmark)
+    layout = _layout_of(spec.benchmark)
     if layout is None or path_problem(spec) is not None:
         return []
     present = layout.splits(spec.path)
