@@ -219,3 +219,27 @@ def test_each_judgement_keeps_the_prompt_the_judge_was_sent(judged_run):
         sent = json.loads(messages)
         assert isinstance(sent, list) and all({"role", "content"} <= set(m) for m in sent)
         assert response.strip()[:20] in "".join(m["content"] for m in sent)   # the answer being judged
+
+
+def test_a_corrected_reference_is_judged_again_for_every_model(judged_run, tmp_path, monkeypatch):
+    """The judge reads the reference answer: a corrected gold sends its item to the judge again,
+    for every model, also one whose answer did not change (random picks a letter of a multiple-
+    choice item whatever its gold). Last in this module: it leaves the correction applied."""
+    import pandas as pd
+    import yaml
+
+    *_, server, workdir = judged_run
+    items = pd.read_parquet(workdir / "lake" / "items" / "wenmind.parquet")
+    item = items[items["question"].str.startswith("“之”在句中作")].iloc[0]
+    corrections = shutil.copytree(ROOT / "data" / "corrections", tmp_path / "corrections")
+    (corrections / "wenmind.yaml").write_text(yaml.safe_dump({"corrections": [{
+        "item_id": item["item_id"], "field": "answer", "old": item["answer"], "new": "A",
+        "reason": "test", "date": "2026-11-28"}]}, allow_unicode=True), encoding="utf-8")
+    monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
+    summary = run_pipeline(["wenmind"], ["oracle", "random"], log=lambda _: None)
+    assert summary.ok
+    for model in ("oracle", "random"):
+        assert summary.metadata("judgements", f"wenmind|{model}")["judge_calls_sent"] == 1
+    assert summary.metadata("responses", "wenmind|oracle")["prompts_sent"] == 1   # it answers the gold
+    with pytest.raises(KeyError):
+        summary.metadata("responses", "wenmind|random")   # its answers are those it gave
