@@ -12,7 +12,6 @@ from assets.judge import judge_reliability
 from pipeline import paths
 from pipeline.benchmarks import cards
 from pipeline.groups import WAREHOUSE
-from pipeline.run_inputs import BENCHMARK_TAG
 from resources.engines import WarehouseResource
 
 if TYPE_CHECKING:
@@ -151,7 +150,7 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
 def paper_tables_asset(bench: "BenchmarkCard") -> dg.AssetsDefinition:
     @dg.asset(
         name=f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"},
-        deps=[warehouse], tags={BENCHMARK_TAG: bench.name},   # a run rebuilds it when that benchmark changed
+        deps=[warehouse],
         description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
                     "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "
                     "coverage, and a bar chart per table (metadata `scores`).",

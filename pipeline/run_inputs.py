@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 INPUTS_TAG = "wenheng/inputs"   # JSON: asset -> the fingerprint of the inputs the run computed it from
-BENCHMARK_TAG = "benchmark"   # an asset tag: the one benchmark an unpartitioned asset shows (paper tables)
 
 
 class Inputs:
@@ -36,8 +35,7 @@ class Inputs:
       scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
                    always scanned), the latest materialization of the items and their index
       publish      per asset, the latest materialization of everything upstream of it outside the
-                   run, the sources file's own keys; for an asset tagged with one benchmark (a paper
-                   table), only that benchmark's partitions, and the names of every partition
+                   run, the sources file's own keys
     and each asset's code version, as the loaded definitions state it.
     An input that cannot be read leaves the fingerprint out: the asset runs, and reports it."""
 
@@ -46,8 +44,6 @@ class Inputs:
         self._recorded: dict[str, dict[str, str]] = {}   # run id -> the fingerprints it recorded
         self._cached: dict[Any, Any] = {}
         self.findings: list[str] = []   # damaged outputs found (pipeline/lake_health.py), one line each
-        # the assets whose fingerprint holds everything upstream of them in their run (up_to_date)
-        self.complete: set = set()
 
     def _once(self, key, compute: Callable[[], Any]) -> Any:
         if key not in self._cached:
@@ -104,7 +100,6 @@ class Inputs:
             return {}
 
     def evaluate(self, benchmark: str, model: str, keys) -> dict:
-        self.complete |= set(keys)   # each fingerprint holds its parents' (responses -> judgements -> scores)
         try:
             prints = self._evaluate(benchmark, model)
             return self._versioned({key: prints[key.to_user_string()] for key in keys
@@ -135,15 +130,12 @@ class Inputs:
         responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
                             self._items_read(benchmark, golds, items), asked)
         judge = self._once("judges", lambda: load_judges(paths.models_file(), specs)).get(benchmark)
-        if judge is None:   # no judge: judgements and their reliability are empty, whatever was answered
-            judgements = reliability = _digest(self._base(), "no judge")
-        else:
-            judged = [repr(judge), build_engine(specs[judge.model]).identity(), specs[judge.model].sampling]
-            judgements = _digest(self._base(), "judgements", responses, items, judged)
+        judged = None if judge is None else [repr(judge), build_engine(specs[judge.model]).identity(),
+                                             specs[judge.model].sampling]
+        judgements = _digest(self._base(), "judgements", responses, items, judged)
         scores = _digest(self._base(), "scores", responses, judgements, items)
-        if judge is not None:
-            reliability = _digest(self._base(), "judge_reliability", judgements, scores, items, judged)
-        return {"responses": responses, "judgements": judgements, "scores": scores, "judge_reliability": reliability}
+        return {"responses": responses, "judgements": judgements, "scores": scores,
+                "judge_reliability": _digest(self._base(), "judge_reliability", judgements, scores, items, judged)}
 
     def _items_read(self, benchmark: str, golds: bool, version: str | None) -> str:
         """A digest of what inference reads of the benchmark's items (pipeline.inference.plan)."""
@@ -189,39 +181,10 @@ class Inputs:
             latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
                       for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
             sources = self._sources()   # dedup's parameters: contamination reads them
-            prints = {key: _digest(self._base(), key.to_user_string(), sources, sorted(
-                (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys}
-            for key in keys:
-                benchmark = graph.get(key).tags.get(BENCHMARK_TAG)
-                if benchmark:   # one benchmark's view of the warehouse: what it shows of that benchmark
-                    self.complete.add(key)
-                    prints[key] = _digest(self._base(), key.to_user_string(), sources,
-                                          self._of_benchmark(graph, upstream[key], latest, benchmark))
-            return self._versioned(prints)
+            return self._versioned({key: _digest(self._base(), key.to_user_string(), sources, sorted(
+                (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys})
         except Exception:  # noqa: BLE001 - as in prepare
             return {}
-
-    def _of_benchmark(self, graph, parents, latest: dict, benchmark: str) -> list:
-        """Per parent, the latest materialization of each of its partitions of `benchmark` (of each
-        partition, for a parent not partitioned by benchmark; its latest, for one not partitioned),
-        and the names of all its partitions: a model scored anywhere gets a colour in every chart."""
-        import dagster as dg
-
-        benchmarks = self.defs.resolve_job_def("prepare").partitions_def
-        rows = []
-        for parent in sorted(parents, key=lambda key: key.to_user_string()):
-            part_def = graph.get(parent).partitions_def
-            if part_def is None:
-                rows.append((parent.to_user_string(), latest.get(parent)))
-                continue
-            # keyed by the parent's latest materialization: a run since then asks again
-            ids = self._once(("by partition", parent, latest.get(parent)), lambda parent=parent: dict(
-                self.instance.event_log_storage.get_latest_storage_id_by_partition(
-                    parent, dg.DagsterEventType.ASSET_MATERIALIZATION)))
-            shown = sorted((key, i) for key, i in ids.items()
-                           if _benchmark_of(part_def, benchmarks, key) in (None, benchmark))
-            rows.append((parent.to_user_string(), sorted(ids), shown))
-        return rows
 
     def data_version(self, asset: str, partition_key) -> str | None:
         import dagster as dg
@@ -231,32 +194,28 @@ class Inputs:
 
     def up_to_date(self, keys, partition_key, prints: dict) -> set:
         """The assets of `keys` built from the inputs `prints` says they have now, whose output is
-        still stored, with nothing upstream of them in `keys` left to do. What a parent has to do
-        because its inputs changed is no work for a child in `complete`: the child's fingerprint
-        holds the parent's inputs, so it has changed too exactly when the child's output would."""
+        still stored, with nothing upstream of them in `keys` left to do."""
         graph = self.defs.resolve_asset_graph()
-        changed = {key for key in keys if key in prints and self._recorded_print(key, partition_key) != prints[key]}
-        stale = changed | {key for key in set(keys) - changed
-                           if key not in prints or not self.stored(graph, key, partition_key)}
+        stale = {key for key in keys
+                 if key not in prints or not self._built_from(graph, key, partition_key, prints[key])}
         grown = stale
         while grown:
-            grown = {key for key in set(keys) - stale
-                     if graph.get(key).parent_keys & (stale - changed if key in self.complete else stale)}
+            grown = {key for key in set(keys) - stale if graph.get(key).parent_keys & stale}
             stale |= grown
         return set(keys) - stale
 
-    def _recorded_print(self, key, partition_key) -> str | None:
-        """The fingerprint recorded by the run of the asset's latest materialization (None: none)."""
+    def _built_from(self, graph, key, partition_key, value: str) -> bool:
         record = self.latest(key, partition_key)
         if record is None:
-            return None
+            return False
         if record.run_id not in self._recorded:
             run = self.instance.get_run_by_id(record.run_id)
             try:
                 self._recorded[record.run_id] = json.loads(run.tags.get(INPUTS_TAG) or "{}") if run else {}
             except ValueError:
                 self._recorded[record.run_id] = {}
-        return self._recorded[record.run_id].get(key.to_user_string())
+        recorded = self._recorded[record.run_id].get(key.to_user_string())
+        return recorded == value and self.stored(graph, key, partition_key)
 
     def stored(self, graph, key, partition_key) -> bool:
         """Whether the asset's output is where its readers look, and undamaged: its lake file (one
@@ -286,17 +245,6 @@ class Inputs:
         records = self.instance.fetch_materializations(dg.AssetRecordsFilter(
             asset_key=key, asset_partitions=None if partition_key is None else [str(partition_key)]), limit=1).records
         return records[0] if records else None
-
-
-def _benchmark_of(part_def, benchmarks, partition: str) -> str | None:
-    """The benchmark a partition key names (None: the asset is not partitioned by benchmark)."""
-    import dagster as dg
-
-    if part_def == benchmarks:
-        return partition
-    if isinstance(part_def, dg.MultiPartitionsDefinition) and "benchmark" in part_def.partition_dimension_names:
-        return part_def.get_partition_key_from_str(partition).keys_by_dimension["benchmark"]
-    return None
 
 
 _DATA_VERSION_TAG = "dagster/data_version"   # where Dagster keeps a materialization's data version

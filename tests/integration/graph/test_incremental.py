@@ -13,7 +13,6 @@ import pytest
 import yaml
 from conftest import ROOT, write_yaml
 
-from pipeline.benchmarks import cards
 from pipeline.runner import RUN_TAG, run_pipeline
 
 # random's answers depend on the prompt only; the oracle's on the gold too (its cache keys hold it)
@@ -23,7 +22,6 @@ models:
   oracle: {engine: baseline, strategy: oracle}
 """
 EVALUATED = {"responses", "judgements", "scores", "judge_reliability"}
-ASKED = {"responses", "scores"}   # what a new question re-runs where no judge is configured
 
 
 @pytest.fixture
@@ -74,19 +72,16 @@ def test_unchanged_inputs_launch_no_run(built):
 def test_an_answer_correction_rescores_without_asking_the_model(built):
     item_id = _correct(built, "answer", lambda old: "B" if old != "B" else "C")
     summary, runs = _run()
-    # random's prompts and cache keys did not change: its evaluate run has no responses step; no
-    # judge is configured, so judgements and their reliability stay empty and are not run either
-    assert runs[("evaluate", "aceval|random")] == {"scores"}
-    assert _materialized(summary, "aceval|random") == {"scores"}
+    # random's prompts and cache keys did not change: its evaluate run has no responses step
+    assert runs[("evaluate", "aceval|random")] == EVALUATED - {"responses"}
+    assert _materialized(summary, "aceval|random") == EVALUATED - {"responses"}
     # the oracle answers the gold: asked again, for the corrected item alone
-    assert runs[("evaluate", "aceval|oracle")] == {"responses", "scores"}
+    assert runs[("evaluate", "aceval|oracle")] == EVALUATED
     assert summary.metadata("responses", "aceval|oracle")["prompts_sent"] == 1
     assert set(runs) == {("prepare", "aceval"), ("evaluate", "aceval|random"), ("evaluate", "aceval|oracle"),
                          ("publish", None)}
     # corrections apply after the raw rows: the source files are not parsed again
     assert "raw_items" not in runs[("prepare", "aceval")] and "items" in runs[("prepare", "aceval")]
-    # of the benchmarks' paper tables only AC-EVAL's shows something else
-    assert {key for key in runs[("publish", None)] if key.startswith("paper_tables_")} == {"paper_tables_aceval"}
     with duckdb.connect(str(built / "warehouse.duckdb"), read_only=True) as con:
         gold, oracle = con.execute("""SELECT i.answer, s.score FROM items i JOIN scores s USING (item_id)
             WHERE item_id = ? AND s.model = 'oracle' AND s.kind = 'rule'""", [item_id]).fetchone()
@@ -101,15 +96,13 @@ def test_a_changed_question_and_a_new_model_are_asked(built, monkeypatch):
     _correct(built, "question", lambda old: old + "？")
     summary, runs = _run()
     for model in ("random", "oracle"):
-        assert runs[("evaluate", f"aceval|{model}")] == ASKED   # no judge: nothing judged changes
+        assert runs[("evaluate", f"aceval|{model}")] == EVALUATED
         assert summary.metadata("responses", f"aceval|{model}")["prompts_sent"] == 1
     models = built / "models.yaml"
     write_yaml(models, models.read_text(encoding="utf-8") + "  other: {engine: baseline, strategy: random, seed: 1}\n")
     summary, runs = _run(["random", "oracle", "other"])
     # the prompts do not change (the same variants and settings are asked): only the new partition
     assert set(runs) == {("evaluate", "aceval|other"), ("publish", None)}
-    # a new model has a colour in every benchmark's charts: every paper table is shown again
-    assert {f"paper_tables_{name}" for name in cards()} <= runs[("publish", None)]
     assert runs[("evaluate", "aceval|other")] == EVALUATED
     assert summary.metadata("responses", "aceval|other")["prompts_sent"] == 12
 
