@@ -37,14 +37,9 @@ def _jsonl_splits(path: Path) -> set[str]:
 JSONL = Layout("a .jsonl file, or a folder of <split>.jsonl files", True, True, _jsonl_splits)
 
 
-def layouts() -> dict[str, Layout]:
-    """benchmark -> its layout, from the registered cards (`BenchmarkCard.layout`)."""
-    from pipeline import benchmarks
-
-    return {name: card.layout for name, card in benchmarks.cards().items() if card.layout}
-
-
-def _layout_of(benchmark: str) -> Layout | None:
+def layout_of(benchmark: str) -> Layout | None:
+    """The benchmark's layout, from its registered card (`BenchmarkCard.layout`); None for a card
+    without one, or a name no card has."""
     from pipeline import benchmarks
 
     card = benchmarks.cards().get(benchmark)
@@ -58,7 +53,7 @@ def path_problem(spec: SourceSpec) -> str | None:
     `allow_empty`."""
     from pipeline.sources.accounting import SourceError
 
-    layout, path = _layout_of(spec.benchmark), spec.path
+    layout, path = layout_of(spec.benchmark), spec.path
     expected = f"; expected {layout.expected}" if layout else ""
     if not path.exists():
         return f"{path} does not exist{expected}"
@@ -83,7 +78,7 @@ def split_problems(spec: SourceSpec, default_evaluated: tuple[str, ...] = ()) ->
     that `splits` leaves out), and, given the card's `default_evaluated` splits, when `evaluate`
     is not set and none of them is ingested: each of these asks nothing. Empty for a card
     without a layout, or a path `path_problem` refuses."""
-    layout = _layout_of(spec.benchmark)
+    layout = layout_of(spec.benchmark)
     if layout is None or path_problem(spec) is not None:
         return []
     present = layout.splits(spec.path)

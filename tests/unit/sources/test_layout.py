@@ -8,15 +8,15 @@ from conftest import ROOT, upstream
 
 from pipeline import benchmarks
 from pipeline.config import SourceSpec, load_sources
-from pipeline.sources.layout import layouts, path_problem, split_problems
+from pipeline.sources.layout import layout_of, path_problem, split_problems
 
 
 def test_every_registered_card_has_a_layout_its_samples_follow():
     specs = load_sources(ROOT / "data" / "sources.yaml")
-    assert set(layouts()) == set(benchmarks.names())
+    assert all(layout_of(name) is not None for name in benchmarks.names())
     for name, spec in specs.items():
         assert path_problem(spec) is None, name
-        assert set(benchmarks.card(name).eval_splits) <= layouts()[name].splits(spec.path), name
+        assert set(benchmarks.card(name).eval_splits) <= layout_of(name).splits(spec.path), name
         assert split_problems(spec, benchmarks.card(name).eval_splits) == [], name
 
 
@@ -26,7 +26,7 @@ def test_every_registered_card_has_a_layout_its_samples_follow():
     ("wyweb", ("wyweb",), {"dev", "train"}),
 ])
 def test_the_real_files_hold_the_splits_their_layout_says(benchmark, parts, splits):
-    assert layouts()[benchmark].splits(upstream(*parts)) == splits
+    assert layout_of(benchmark).splits(upstream(*parts)) == splits
 
 
 def test_splits_and_evaluate_name_only_what_the_files_hold(tmp_path):
