@@ -99,9 +99,18 @@ def blocks(frame: pd.DataFrame, titles: dict[str, str], published: pd.DataFrame 
         notes = part[["row", "note"]].dropna().drop_duplicates().itertuples(index=False)
         out += [f"  note: {row}: {note}" for row, note in notes]
         if not ref.empty and len(order) == 1:   # a headline of one row: where each model stands
-            out += [f"  {line}" for r in part.itertuples()
-                    if (line := reference.standing(ref, r.row_label, r.model, r.score))]
+            out += [f"  {line}" for line in standings(part, ref)]
     return "\n".join(out)
+
+
+def standings(part: pd.DataFrame, ref: pd.DataFrame) -> list[str]:
+    """Where each model's score of a one-row table stands among the paper's models, for the rows
+    comparable to the paper only: a score the demo judge or a rule gave in place of the paper's
+    judge is no rank among them."""
+    comparable = [True] * len(part) if "comparable" not in part else \
+        [True if pd.isna(value) else bool(value) for value in part["comparable"]]   # unknown: shown
+    return [line for r, ok in zip(part.itertuples(), comparable, strict=True)
+            if ok and (line := reference.standing(ref, r.row_label, r.model, r.score))]
 
 
 def _published_column(part: pd.DataFrame, order: pd.Series, ref: pd.DataFrame) -> list[str]:

@@ -4,6 +4,7 @@ rows a table is shown with, and how they are summed up."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -105,3 +106,16 @@ def test_the_summary_and_the_standing_count_models_only():
         "mine 30.0 would rank 3 of 4 (next above: C 40.0; next below: B 20.0)"
     assert reference.standing(pub, "r", "mine", 99.0) == "mine 99.0 would rank 1 of 4 (next below: A 60.0)"
     assert reference.standing(pub, "r", "mine", None) is None
+
+
+def test_a_score_not_comparable_to_the_paper_gets_no_rank_among_its_models():
+    """A demo judge's or a rule's number in place of the paper's judge is shown (marked †), but
+    `wenheng leaderboard` does not say where it would rank among the paper's models."""
+    from pipeline.reports.text import standings
+
+    pub = _published(*[("b", "t", "r", m, "model", "s", "test", s, "P, T1") for m, s in [("A", 60.0), ("B", 20.0)]])
+    part = pd.DataFrame({"row_label": ["r"] * 4, "model": ["judged", "demo", "unknown", "numpy"],
+                         "score": [30.0, 90.0, 40.0, 50.0], "comparable": [True, False, None, np.False_]})
+    assert standings(part, pub) == ["judged 30.0 would rank 2 of 3 (next above: A 60.0; next below: B 20.0)",
+                                    "unknown 40.0 would rank 2 of 3 (next above: A 60.0; next below: B 20.0)"]
+    assert len(standings(part.drop(columns="comparable"), pub)) == 4
