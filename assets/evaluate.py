@@ -1,6 +1,7 @@
-"""responses and scores, partitioned benchmark x model (models come from data/models.yaml); the
-LLM judge's judgements between them are in assets/judge.py. Each reads its benchmark's partition
-of `items` and `prompts`."""
+"""model_inputs, responses and scores, partitioned benchmark x model (models come from
+data/models.yaml); the LLM judge's judgements between them are in assets/judge.py. Each reads its
+benchmark's partition of `items` or `prompts`; the responses read the items only through
+model_inputs."""
 
 import warnings
 
@@ -32,11 +33,29 @@ error_rate_check = partition_check(
 
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, ins=ITEM_STAGE_INS,
+)
+def model_inputs(context: dg.AssetExecutionContext, models: ModelsResource, items: Frame) -> dg.Output[Frame]:
+    """What the model's answers read of the benchmark's items: ids, tasks, formats, options and
+    metadata, and the golds only for a baseline that answers from them. Its data version is its
+    content, so a corrected gold leaves a served model's responses up to date (Dagster's stale rule
+    included) while its scores are made again."""
+    from pipeline.engines.baseline import gold_use
+    from pipeline.inference import model_inputs as read_by_model
+
+    _, model = _partition(context)
+    frame = read_by_model(items, gold_use(models.engine(model).identity()))
+    return dg.Output(frame, data_version=content_version(frame),
+                     metadata={"items": len(frame), "golds_read": int(frame["answer"].notna().sum())})
+
+
+@dg.asset(
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", output_required=False,
     check_specs=[error_rate_check],
-    ins={**ITEM_STAGE_INS, "prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
+    ins={"prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
 )
-def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: Frame, items: Frame):
+def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: Frame, model_inputs: Frame):
     """The model's answer to every prompt of the benchmark, served from the response cache where
     the same model, engine parameters, prompt and sampling parameters were seen before."""
     from pipeline import schema
@@ -47,7 +66,7 @@ def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts
     threshold = max_error_rate()   # read before any model is asked: a bad value fails at once
     spec = models.spec(model)
     engine = models.engine(model)
-    items_by_id = {it["item_id"]: it for it in schema.records(items)}
+    items_by_id = {it["item_id"]: it for it in schema.records(model_inputs)}
     planned = plan(spec, engine.identity(), benchmark, schema.records(prompts_for(prompts, spec, benchmark)),
                    items_by_id)
     with models.response_cache() as cache:

@@ -4,7 +4,7 @@ membership is written, and nowhere else.
 
     SOURCES, ITEMS   the item stages (job `prepare`, one run per benchmark partition; what reads
                      every benchmark at once, contamination, runs with `publish`)
-    EVALUATE         responses, judgements, scores, judge reliability (job `evaluate`, one run per
+    EVALUATE         model inputs, responses, judgements, scores, judge reliability (job `evaluate`, one run per
                      benchmark x model partition)
     CORPORA          a user corpus against every item (job `scan`, one run per corpus)
     WAREHOUSE        the DuckDB warehouse and the score assets built on it (job `publish`)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -14,7 +13,7 @@ from pipeline.engines import Completion, Request
 from pipeline.engines.baseline import Pool, gold_pool, gold_use
 from pipeline.engines.cache import key_maker
 from pipeline.prompts import protocol, settings_for
-from pipeline.schema import OPTION_LETTERS, records, stable_hash
+from pipeline.schema import MODEL_INPUTS, OPTION_LETTERS, records, stable_hash, to_frame
 
 
 def prompts_for(prompts: pd.DataFrame, spec: ModelSpec, benchmark: str) -> pd.DataFrame:
@@ -97,12 +96,18 @@ def open_pools(items: Iterable[dict[str, Any]]) -> dict[str, Pool]:
     return {task: gold_pool(answers) for task, answers in golds.items()}
 
 
-def open_golds(items_file: Path) -> str:
-    """A digest of every open item's task and gold in a lake items file: all the random baseline's
-    open answers read of the golds (the responses' fingerprint, pipeline.run_inputs)."""
-    columns = ["item_id", "task", "format", "choices", "answer", "metadata"]
-    items = records(pd.read_parquet(items_file, columns=columns))
-    return stable_hash(sorted([it["item_id"], it["task"], it["answer"]] for it in items if _is_open(it)))
+def model_inputs(items: pd.DataFrame, uses: str | None) -> pd.DataFrame:
+    """What a model's answers read of its benchmark's items (`plan`, `give_golds`): each item's id,
+    content hash, task, format, options and metadata, and the gold only where the answers read it
+    (`uses`, from gold_use): every gold for the oracle ("item"), the open items' golds for the
+    random baseline ("pool"), none for a served model. The responses read this and not the items,
+    so a corrected gold changes what a served model was asked by neither wenheng's rule nor
+    Dagster's."""
+    asked = records(items[list(MODEL_INPUTS.names)])
+    for item in asked:
+        if uses != "item" and (uses != "pool" or not _is_open(item)):
+            item["answer"] = None
+    return to_frame(asked, MODEL_INPUTS)
 
 
 def _is_open(item: dict[str, Any]) -> bool:

@@ -26,10 +26,11 @@ class Inputs:
                    raw_items without the corrections, which apply after it),
                    the sources file's own keys (dedup, duplicates, quality), the variants and
                    settings models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
-      responses    the data version of the benchmark's prompts; of its items, what inference reads
-                   (content hash, task, format, metadata; the gold's hash only for an engine whose
-                   answers depend on it: the oracle); the model's name, identity, sampling, variants
-                   and settings: what the response cache keys hold
+      model_inputs the items' data version, and which golds the model's answers read (gold_use)
+      responses    the data version of the benchmark's prompts; the content of model_inputs (ids,
+                   tasks, formats, options, metadata; golds only where the answers read them: the
+                   oracle's, the random baseline's open items'); the model's name, identity,
+                   sampling, variants and settings: what the response cache keys hold
       judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
                    (golds included), the judge's configuration
       scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
@@ -112,42 +113,40 @@ class Inputs:
         from pipeline.config import load_judges
         from pipeline.engines.baseline import gold_use
         from pipeline.engines.registry import build_engine
-        from pipeline.inference import open_golds
-        from resources.lake import partition_file
 
         specs = self._specs()
         spec, identity = specs[model], build_engine(specs[model]).identity()
         # the responses are what the response cache holds for their keys (pipeline.inference.plan):
         # the model, its identity, each prompt and its sampling, and what the answers read of the
-        # golds (gold_use): the oracle its item's; the random baseline every open item's
+        # items: the content of model_inputs, which holds golds only where the answers read them
+        # (gold_use: the oracle every gold, the random baseline the open items')
         uses = gold_use(identity)
-        golds = uses == "item"
-        asked = [model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)]
         items = self.data_version("items", benchmark)
-        if uses == "pool":
-            asked.append(self._once(("open golds", benchmark, items), lambda: open_golds(
-                partition_file(paths.lake_dir(), "items", benchmark))))
+        asked = [model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)]
         responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
-                            self._items_read(benchmark, golds, items), asked)
+                            self._model_inputs(benchmark, uses, items), asked)
         judge = self._once("judges", lambda: load_judges(paths.models_file(), specs)).get(benchmark)
         judged = None if judge is None else [repr(judge), build_engine(specs[judge.model]).identity(),
                                              specs[judge.model].sampling]
         judgements = _digest(self._base(), "judgements", responses, items, judged)
         scores = _digest(self._base(), "scores", responses, judgements, items)
-        return {"responses": responses, "judgements": judgements, "scores": scores,
+        return {"model_inputs": _digest(self._base(), "model_inputs", items, uses), "responses": responses,
+                "judgements": judgements, "scores": scores,
                 "judge_reliability": _digest(self._base(), "judge_reliability", judgements, scores, items, judged)}
 
-    def _items_read(self, benchmark: str, golds: bool, version: str | None) -> str:
-        """A digest of what inference reads of the benchmark's items (pipeline.inference.plan)."""
+    def _model_inputs(self, benchmark: str, uses: str | None, version: str | None) -> str:
+        """The content digest of the model_inputs the responses read (pipeline.inference.model_inputs),
+        made from the items now: what that asset's data version will be."""
         import pandas as pd
 
         from pipeline import paths
+        from pipeline.inference import model_inputs
+        from pipeline.schema import MODEL_INPUTS
         from pipeline.sources.digest import frame_digest
         from resources.lake import partition_file
 
-        columns = ["item_id", "content_hash", "task", "format", "metadata"] + (["answer_hash"] if golds else [])
-        return self._once(("items", benchmark, golds, version), lambda: frame_digest(
-            pd.read_parquet(partition_file(paths.lake_dir(), "items", benchmark), columns=columns)))
+        return self._once(("model inputs", benchmark, uses, version), lambda: frame_digest(model_inputs(
+            pd.read_parquet(partition_file(paths.lake_dir(), "items", benchmark), columns=MODEL_INPUTS.names), uses)))
 
     def scan(self, corpus: str, keys) -> dict:
         import dagster as dg
@@ -200,7 +199,9 @@ class Inputs:
                  if key not in prints or not self._built_from(graph, key, partition_key, prints[key])}
         grown = stale
         while grown:
-            grown = {key for key in set(keys) - stale if graph.get(key).parent_keys & stale}
+            grown = {key for key in set(keys) - stale
+                     if any(parent in stale and parent.to_user_string() not in _CONTENT_READ
+                            for parent in graph.get(key).parent_keys)}
             stale |= grown
         return set(keys) - stale
 
@@ -247,6 +248,9 @@ class Inputs:
         return records[0] if records else None
 
 
+# Assets whose readers' fingerprints hold their content (responses: model_inputs'): one that runs
+# again leaves its readers up to date unless its content changed, as Dagster's stale rule does.
+_CONTENT_READ = frozenset({"model_inputs"})
 _DATA_VERSION_TAG = "dagster/data_version"   # where Dagster keeps a materialization's data version
 _CODE = ("pipeline", "assets", "resources", "sql")   # wenheng's code, beside the extra card folders
 

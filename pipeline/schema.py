@@ -211,6 +211,18 @@ PROMPTS = pa.schema([
     ("prompt_hash", _str),
 ])
 
+# What one model's answers read of its benchmark's items (pipeline.inference.model_inputs): a
+# served model none of the golds, so a corrected gold leaves its responses up to date.
+MODEL_INPUTS = pa.schema([
+    ("item_id", _str),
+    ("content_hash", _str),
+    ("task", _str),
+    ("format", _str),
+    ("choices", _list_str),
+    ("metadata", _str),
+    ("answer", _str),           # the gold where the answers read it (the oracle; random's open items), else null
+])
+
 # What names one response: an item asked in one script variant and protocol setting of one model.
 RESPONSE_KEY = [("item_id", _str), ("benchmark", _str), ("variant", _str), ("setting", _str), ("model", _str)]
 

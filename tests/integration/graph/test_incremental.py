@@ -13,7 +13,9 @@ import pytest
 import yaml
 from conftest import ROOT, write_yaml
 
+from pipeline.definitions import defs
 from pipeline.runner import RUN_TAG, run_pipeline
+from pipeline.testing.unsynced import unsynced
 
 # random's answers depend on the prompt only; the oracle's on the gold too (its cache keys hold it)
 BASELINES = """
@@ -21,7 +23,7 @@ models:
   random: {engine: baseline, strategy: random, seed: 0}
   oracle: {engine: baseline, strategy: oracle}
 """
-EVALUATED = {"responses", "judgements", "scores", "judge_reliability"}
+EVALUATED = {"model_inputs", "responses", "judgements", "scores", "judge_reliability"}
 
 
 @pytest.fixture
@@ -72,7 +74,8 @@ def test_unchanged_inputs_launch_no_run(built):
 def test_an_answer_correction_rescores_without_asking_the_model(built):
     item_id = _correct(built, "answer", lambda old: "B" if old != "B" else "C")
     summary, runs = _run()
-    # random's prompts and cache keys did not change: its evaluate run has no responses step
+    # random reads no MCQ gold: what it reads (model_inputs), its prompts and its cache keys did not
+    # change, so its evaluate run has no responses step
     assert runs[("evaluate", "aceval|random")] == EVALUATED - {"responses"}
     assert _materialized(summary, "aceval|random") == EVALUATED - {"responses"}
     # the oracle answers the gold: asked again, for the corrected item alone
@@ -90,6 +93,10 @@ def test_an_answer_correction_rescores_without_asking_the_model(built):
     assert gold in ("B", "C") and oracle == 1.0
     assert score == float(extracted == gold)   # re-scored against the corrected gold
     assert _run()[1] == {}   # and then nothing is left to do
+    # and Dagster's own stale rule, the UI's "unsynced", agrees: random's responses, left alone, are
+    # not stale by it either
+    total, stale = unsynced(dg.DagsterInstance.get(), defs)
+    assert total > 20 and stale == []
 
 
 def test_a_changed_question_and_a_new_model_are_asked(built, monkeypatch):

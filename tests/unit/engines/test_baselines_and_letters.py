@@ -161,21 +161,21 @@ def test_random_open_answers_built_incrementally_equal_a_build_from_scratch(tmp_
                for it in after)
 
 
-def test_only_the_golds_of_open_items_are_read_by_random(tmp_path):
-    """A letter is drawn from the prompt alone: a changed MCQ gold keeps random's key and its
-    responses' fingerprint (pipeline.run_inputs); a changed translation gold moves both."""
+def test_only_the_golds_of_open_items_are_read_by_random():
+    """A letter is drawn from the prompt alone: a changed MCQ gold keeps random's key and what its
+    responses read (model_inputs, whose content is in their fingerprint); a changed translation
+    gold moves both."""
     from pipeline.engines.baseline import gold_use
-    from pipeline.inference import open_golds
+    from pipeline.inference import model_inputs
     from pipeline.schema import ITEMS, to_frame
+    from pipeline.sources.digest import frame_digest
 
     def digest_and_keys(items):
-        path = tmp_path / "items.parquet"
-        to_frame(items, ITEMS).to_parquet(path)
         engine = BaselineEngine("random", seed=0)
         spec = ModelSpec("random", "baseline", {"strategy": "random", "seed": 0})
         keys = {row["item_id"]: req.cache_key for bench in ("aceval", "wyweb") for row, req in plan(
             spec, engine.identity(), bench, _prompts(items), {it["item_id"]: it for it in items})}
-        return open_golds(path), keys
+        return frame_digest(model_inputs(to_frame(items, ITEMS), "pool")), keys
 
     mcq, open_items = _items("aceval", "geography", "mcq_single", 4, 3), _translations(["天下为公", "学而时习之"])
     digest, keys = digest_and_keys(mcq + open_items)
@@ -184,3 +184,38 @@ def test_only_the_golds_of_open_items_are_read_by_random(tmp_path):
     new_digest, new_keys = digest_and_keys(mcq + [open_items[0], dict(open_items[1], answer="温故而知新")])
     assert new_digest != digest and {k for k in keys if keys[k] != new_keys[k]} == {it["item_id"] for it in open_items}
     assert gold_use(BaselineEngine("random").identity()) == "pool" and gold_use(BaselineEngine("oracle").identity()) == "item"
+
+
+def test_model_inputs_hold_a_gold_only_where_the_answers_read_it():
+    """A served model reads no gold: its model_inputs, and so its responses' fingerprint and data
+    versions, do not move when a gold is corrected. The oracle reads every gold; random the open
+    items' only. Plan and the baselines answer from model_inputs as they would from the items."""
+    from pipeline.engines.baseline import gold_use
+    from pipeline.inference import model_inputs
+    from pipeline.schema import ITEMS, records, to_frame
+    from pipeline.sources.digest import frame_digest
+
+    mcq, open_items = _items("aceval", "geography", "mcq_single", 4, 3), _translations(["天下为公", "学而时习之"])
+    items = mcq + open_items
+    corrected = [dict(mcq[0], answer="D" if mcq[0]["answer"] != "D" else "C"), *mcq[1:],
+                 open_items[0], dict(open_items[1], answer="温故而知新")]
+    golds = {uses: [row["answer"] for row in records(model_inputs(to_frame(items, ITEMS), uses))]
+             for uses in (None, "item", "pool")}
+    assert golds[None] == [None] * 5
+    assert golds["item"] == [it["answer"] for it in items]
+    assert golds["pool"] == [None, None, None, "天下为公", "学而时习之"]
+    served = [frame_digest(model_inputs(to_frame(batch, ITEMS), None)) for batch in (items, corrected)]
+    assert served[0] == served[1]
+    oracle = [frame_digest(model_inputs(to_frame(batch, ITEMS), "item")) for batch in (items, corrected)]
+    assert oracle[0] != oracle[1]
+    # the oracle, planned from model_inputs, gives each item's gold
+    engine = BaselineEngine("oracle")
+    assert gold_use(engine.identity()) == "item"
+    read = {it["item_id"]: it for it in records(model_inputs(to_frame(items, ITEMS), "item"))}
+    for bench, batch in (("aceval", mcq), ("wyweb", open_items)):
+        planned = plan(ModelSpec("oracle", "baseline", {"strategy": "oracle"}), engine.identity(), bench,
+                       _prompts(batch), read)
+        give_golds(engine, planned, read)
+        texts = {row["item_id"]: completion.text for (row, _), completion in
+                 zip(planned, engine.generate([req for _, req in planned]))}
+        assert texts == {it["item_id"]: it["answer"] for it in batch}
