@@ -162,33 +162,17 @@ def _execute(defs, instance, job_name: str, partition, selection, scored: Counte
 
 
 def dagster_stale() -> str:
-    """What the Dagster UI would badge 'unsynced' now: the materialized asset partitions that
-    Dagster's own stale rule (data and code versions) calls stale, while wenheng's plan has just
-    called everything up to date. It reads Dagster's internal resolver, the one the UI's GraphQL
-    uses; "n/a" when that moved."""
+    """What the Dagster UI would badge 'unsynced' now (pipeline/testing/unsynced.py), while wenheng's
+    plan has just called everything up to date; "n/a" when Dagster's internal resolver moved."""
     try:
         import dagster as dg
-        from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-        from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
-        from dagster._time import get_current_datetime
 
         from pipeline.definitions import defs
+        from pipeline.testing.unsynced import unsynced
 
-        instance, graph = dg.DagsterInstance.get(), defs.resolve_asset_graph()
-        view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                              instance=instance, asset_graph=graph)
-        resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+        total, stale = unsynced(dg.DagsterInstance.get(), defs)
     except Exception as error:  # noqa: BLE001 - a measurement, not a feature
         return f"n/a ({type(error).__name__})"
-    total, stale = 0, []
-    for key in sorted(graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
-        part_def = graph.get(key).partitions_def
-        for part in [None] if part_def is None else sorted(instance.get_materialized_partitions(key)):
-            total += 1
-            if isinstance(part_def, dg.MultiPartitionsDefinition):
-                part = part_def.get_partition_key_from_str(part)
-            if resolver.get_status(key, part) != StaleStatus.FRESH:
-                stale.append(key.to_user_string() + (f" [{part}]" if part else ""))
     return f"{len(stale)} of {total}" + (f" ({', '.join(stale)})" if stale else "")
 
 

@@ -1,1 +1,2 @@
-"""Test doubles that tests and benchmarks share: a loopback OpenAI-compatible server."""
+"""What tests and benchmarks share: a loopback OpenAI-compatible server, and what Dagster's own stale
+rule calls unsynced."""
