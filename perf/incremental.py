@@ -162,13 +162,13 @@ def _execute(defs, instance, job_name: str, partition, selection, scored: Counte
 
 
 def dagster_stale() -> str:
-    """What the Dagster UI would badge 'unsynced' now (pipeline/testing/unsynced.py), while wenheng's
+    """What the Dagster UI would badge 'unsynced' now (pipeline.staleness.unsynced), while wenheng's
     plan has just called everything up to date; "n/a" when Dagster's internal resolver moved."""
     try:
         import dagster as dg
 
         from pipeline.definitions import defs
-        from pipeline.testing.unsynced import unsynced
+        from pipeline.staleness import unsynced
 
         total, stale = unsynced(dg.DagsterInstance.get(), defs)
     except Exception as error:  # noqa: BLE001 - a measurement, not a feature

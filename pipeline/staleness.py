@@ -10,6 +10,9 @@ fingerprints it was planned from (the `wenheng/inputs` tag), so what one launche
 date for the other: after a `wenheng run` the sensor's next tick launches nothing, and a
 `wenheng run` after the daemon's runs says "up to date".
 
+`unsynced` asks Dagster's own stale rule (what the UI badges "unsynced") the same question, to
+check that the two agree.
+
 They never work at the same time: the sensor launches nothing while a `wenheng run` holds the lake
 (pipeline/locking.py) or any run is in flight, and `wenheng run` first waits for the runs in
 flight (`wait_for_runs`)."""
@@ -177,3 +180,31 @@ def wait_for_runs(instance, log: Callable[[str], None], stopped: Callable[[], bo
                 f"{names}{', ...' if len(runs) > 4 else ''}")
             said = len(runs)
         time.sleep(every_s)
+
+
+def unsynced(instance, defs) -> tuple[int, list[str]]:
+    """What the Dagster UI badges "unsynced": (the materialized asset partitions, those that
+    Dagster's own stale rule, code versions and the data versions of each partition's inputs, calls
+    stale, as 'asset [partition]'). After a plan that called everything up to date, the list is
+    empty when this module and Dagster agree (tests/integration/dagster/test_one_truth.py,
+    perf/incremental.py). It reads Dagster's internal resolver, the one the UI's GraphQL uses
+    (Dagster is pinned in pyproject.toml)."""
+    import dagster as dg
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._time import get_current_datetime
+
+    graph = defs.resolve_asset_graph()
+    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+                          instance=instance, asset_graph=graph)
+    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+    total, stale = 0, []
+    for key in sorted(graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
+        part_def = graph.get(key).partitions_def
+        for part in [None] if part_def is None else sorted(instance.get_materialized_partitions(key)):
+            total += 1
+            if isinstance(part_def, dg.MultiPartitionsDefinition):
+                part = part_def.get_partition_key_from_str(part)
+            if resolver.get_status(key, part) != StaleStatus.FRESH:
+                stale.append(key.to_user_string() + (f" [{part}]" if part else ""))
+    return total, stale

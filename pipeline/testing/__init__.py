@@ -1,2 +1,1 @@
-"""What tests and benchmarks share: a loopback OpenAI-compatible server, and what Dagster's own stale
-rule calls unsynced."""
+"""Test doubles that tests and benchmarks share: a loopback OpenAI-compatible server."""

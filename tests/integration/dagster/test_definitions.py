@@ -66,12 +66,15 @@ def test_item_stages_are_partitioned_by_benchmark():
         assert checks[name] == graph.get(dg.AssetKey("raw_items")).partitions_def, name
     for name in ("error_rate", "verdict_rate"):
         assert checks[name] == graph.get(dg.AssetKey("responses")).partitions_def, name
-    responses = graph.get(dg.AssetKey("responses"))
-    for parent in ("items", "prompts"):
-        mapping = graph.get_partition_mapping(dg.AssetKey("responses"), dg.AssetKey(parent))
+    for child, parent in (("responses", "prompts"), ("model_inputs", "items"), ("scores", "items")):
+        mapping = graph.get_partition_mapping(dg.AssetKey(child), dg.AssetKey(parent))
         assert isinstance(mapping, dg.MultiToSingleDimensionPartitionMapping) and \
-            mapping.partition_dimension_name == "benchmark", parent
-    assert {"items", "prompts"} <= {k.to_user_string() for k in responses.parent_keys}
+            mapping.partition_dimension_name == "benchmark", (child, parent)
+    # the responses read the items only through what the model reads: a corrected gold leaves a
+    # served model's responses fresh by Dagster's stale rule (pipeline.inference.model_inputs)
+    responses = graph.get(dg.AssetKey("responses"))
+    assert {k.to_user_string() for k in responses.parent_keys} == {"prompts", "model_inputs"}
+    assert graph.get(dg.AssetKey("model_inputs")).partitions_def == responses.partitions_def
 
 
 def test_sensors_run_by_default_and_resources_name_their_variables():

@@ -20,7 +20,7 @@ from conftest import ROOT, write_yaml
 
 from pipeline.definitions import defs
 from pipeline.runner import run_pipeline
-from pipeline.testing.unsynced import unsynced
+from pipeline.staleness import unsynced
 
 MODELS = "models:\n  oracle: {engine: baseline, strategy: oracle}\n  random: {engine: baseline, strategy: random, seed: %d}\n"
 # the corrections audit is left out: it is history (a correction applied once, then removed, is

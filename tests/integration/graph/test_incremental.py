@@ -15,7 +15,7 @@ from conftest import ROOT, write_yaml
 
 from pipeline.definitions import defs
 from pipeline.runner import RUN_TAG, run_pipeline
-from pipeline.testing.unsynced import unsynced
+from pipeline.staleness import unsynced
 
 # random's answers depend on the prompt only; the oracle's on the gold too (its cache keys hold it)
 BASELINES = """
