@@ -83,7 +83,7 @@ def chart_cache(db_path: Path) -> Path:
     return db_path.parent / "charts"
 
 
-def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
+def _scores_result(key: dg.AssetKey, con, frame: "pd.DataFrame", relation: str, db_path: Path,
                    extra: dict | None = None) -> dg.MaterializeResult:
     """`frame`'s rows as the UI's Markdown (tables and charts, unchanged ones from the chart cache),
     with the columns of `relation` (the warehouse table or view the asset stands for) and the row
@@ -101,30 +101,50 @@ def _scores_result(con, frame: "pd.DataFrame", relation: str, db_path: Path,
     colours = charts.model_colours(m for (m,) in con.execute("SELECT DISTINCT model FROM paper_tables").fetchall())
     published = published_scores(con)
     chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path), colours=colours, published=published)
-    return dg.MaterializeResult(metadata={
+    return dg.MaterializeResult(asset_key=key, metadata={
         "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart, published)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
         "dagster/column_schema": schema, "dagster/row_count": len(frame), **(extra or {}),
     })
 
 
-@dg.asset(
-    group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, deps=[warehouse],
-)
-def leaderboard(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource) -> dg.MaterializeResult:
-    """Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as
-    `wenheng leaderboard` prints them): per model the score x100 with its 95% interval, n scored
-    / items and coverage, and a bar chart per benchmark (metadata `scores`); metadata `report`:
-    the HTML report of this warehouse (written here for a run launched from the UI or a sensor,
-    by `wenheng run` as it ends for its own runs)."""
+LEADERBOARD = dg.AssetSpec(
+    "leaderboard", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, deps=["warehouse"],
+    description="Each benchmark's headline rows of its paper tables (the warehouse's `leaderboard` view, as "
+                "`wenheng leaderboard` prints them): per model the score x100 with its 95% interval, n scored / "
+                "items and coverage, and a bar chart per benchmark (metadata `scores`); metadata `report`: the "
+                "HTML report of this warehouse (written here for a run launched from the UI or a sensor, by "
+                "`wenheng run` as it ends for its own runs).")
+
+
+def paper_tables_spec(bench: "BenchmarkCard") -> dg.AssetSpec:
+    return dg.AssetSpec(
+        f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, deps=["warehouse"],
+        description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
+                    "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "
+                    "coverage, and a bar chart per table (metadata `scores`).")
+
+
+@dg.multi_asset(name="score_tables", specs=[LEADERBOARD, *(paper_tables_spec(b) for b in cards().values())],
+                can_subset=True)
+def score_tables(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource):
+    """`leaderboard` and every `paper_tables_<benchmark>` that the run selects, in one step: they
+    read the same warehouse, and a step of its own each cost Dagster more than their work."""
     from pipeline.warehouse import connect_readonly
 
     db_path = warehouse_db.path()
-    report_file = _report(context, db_path)
+    selected = context.selected_asset_keys
+    # a path, shown as a path: browsers do not open a file:// link from the UI's http:// page
+    extra = ({"report": dg.MetadataValue.path(str(_report(context, db_path)))}
+             if LEADERBOARD.key in selected else None)
     with connect_readonly(db_path) as con:
-        frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
-        # a path, shown as a path: browsers do not open a file:// link from the UI's http:// page
-        return _scores_result(con, frame, "leaderboard", db_path, {"report": dg.MetadataValue.path(str(report_file))})
+        if LEADERBOARD.key in selected:
+            frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
+            yield _scores_result(LEADERBOARD.key, con, frame, "leaderboard", db_path, extra)
+        for bench in cards().values():
+            key = dg.AssetKey(f"paper_tables_{bench.name}")
+            if key in selected:
+                yield _scores_result(key, con, _paper_tables(con, bench), "paper_tables", db_path)
 
 
 def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
@@ -147,27 +167,9 @@ def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:
     return write_reports(db_path, out, info | {"dagster_run_id": context.run.run_id})
 
 
-def paper_tables_asset(bench: "BenchmarkCard") -> dg.AssetsDefinition:
-    @dg.asset(
-        name=f"paper_tables_{bench.name}", group_name=WAREHOUSE, code_version="1", kinds={"duckdb"},
-        deps=[warehouse],
-        description=f"Every table of {bench.title}'s paper (the warehouse's `{bench.name}_<table>` views), in "
-                    "`paper_tables`: per model the score x100 with its 95% interval, n scored / items and "
-                    "coverage, and a bar chart per table (metadata `scores`).",
-    )
-    def _asset(warehouse_db: WarehouseResource) -> dg.MaterializeResult:
-        from pipeline.warehouse import connect_readonly
-
-        order = {spec.name: i for i, spec in enumerate(bench.tables.tables)}
-        db_path = warehouse_db.path()
-        with connect_readonly(db_path) as con:
-            frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order",
-                                [bench.name]).df()
-            # tables in the order the card declares them (tables.yaml), rows in the paper's order
-            frame = frame.sort_values("table_name", key=lambda t: t.map(order), kind="stable")
-            return _scores_result(con, frame, "paper_tables", db_path)
-
-    return _asset
-
-
-paper_tables_assets = [paper_tables_asset(bench) for bench in cards().values()]
+def _paper_tables(con, bench: "BenchmarkCard") -> "pd.DataFrame":
+    """The benchmark's rows of `paper_tables`: tables in the order its card declares them
+    (tables.yaml), rows in the paper's order."""
+    order = {spec.name: i for i, spec in enumerate(bench.tables.tables)}
+    frame = con.execute("SELECT * FROM paper_tables WHERE benchmark = ? ORDER BY row_order", [bench.name]).df()
+    return frame.sort_values("table_name", key=lambda t: t.map(order), kind="stable")

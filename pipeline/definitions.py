@@ -14,7 +14,7 @@ from assets.evaluate import model_inputs, models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
 from assets.sources import raw_items
-from assets.warehouse import leaderboard, paper_tables_assets, warehouse
+from assets.warehouse import score_tables, warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
 from pipeline.corrections import CorrectionsError
@@ -47,7 +47,7 @@ export_path_defaults()
 
 ASSETS = [raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
           item_ngrams, model_inputs, responses, judgements, scores, judge_reliability, corpus_overlap, warehouse,
-          leaderboard, *paper_tables_assets]
+          score_tables]
 
 
 def _in_groups(*groups: str) -> list[dg.AssetsDefinition]:

@@ -13,7 +13,7 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "tests" / "unit" / "reports"))
 from report_warehouse import build  # noqa: E402
 
-from assets.warehouse import leaderboard  # noqa: E402
+from assets.warehouse import score_tables  # noqa: E402
 from pipeline.paths import RUN_TAG  # noqa: E402
 from resources.engines import WarehouseResource  # noqa: E402
 
@@ -26,10 +26,12 @@ def warehouse(baseline_build, tmp_path_factory) -> Path:
 def _materialize(warehouse: Path, reports: Path, monkeypatch, tags=None) -> dict:
     monkeypatch.setenv("WENHENG_REPORTS", str(reports))
     monkeypatch.setenv("WENHENG_MODELS", str(warehouse.parent / "models.yaml"))
-    result = dg.materialize([leaderboard], resources={"warehouse_db": WarehouseResource(database=str(warehouse))},
-                            tags=tags or {})
+    result = dg.materialize([score_tables], selection=["leaderboard"], tags=tags or {},
+                            resources={"warehouse_db": WarehouseResource(database=str(warehouse))})
     assert result.success
-    return result.asset_materializations_for_node("leaderboard")[0].metadata
+    [materialization] = result.asset_materializations_for_node("score_tables")   # the leaderboard alone
+    assert materialization.asset_key == dg.AssetKey("leaderboard")
+    return materialization.metadata
 
 
 def test_a_ui_run_writes_the_report_and_the_asset_links_to_it(warehouse, tmp_path, monkeypatch):
