@@ -31,6 +31,16 @@ error_rate_check = partition_check(
                 "above it the partition is not written, scored or published")
 
 
+# What data/models.yaml asks of a model for a benchmark, observed as data: `wenheng run` and the
+# stale sensor report an observation whenever its digest changes (pipeline/run_inputs.py), so
+# Dagster's own stale rule, and the UI, see a changed setting as wenheng's plan does.
+model_settings = dg.AssetsDefinition(specs=[dg.AssetSpec(
+    "model_settings", group_name=EVALUATE, partitions_def=benchmark_x_model, kinds={"yaml"},
+    description="The model's entry in data/models.yaml as the responses read it for this benchmark: its name, "
+                "engine identity, sampling, variants and settings. Observed, not materialized: its data "
+                "version is their digest, reported before each plan when it changed.")])
+
+
 @dg.asset(
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, ins=ITEM_STAGE_INS,
@@ -53,7 +63,7 @@ def model_inputs(context: dg.AssetExecutionContext, models: ModelsResource, item
     group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", output_required=False,
     check_specs=[error_rate_check],
-    ins={"prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)},
+    ins={"prompts": dg.AssetIn("prompts", partition_mapping=by_benchmark)}, deps=[model_settings],
 )
 def responses(context: dg.AssetExecutionContext, models: ModelsResource, prompts: Frame, model_inputs: Frame):
     """The model's answer to every prompt of the benchmark, served from the response cache where

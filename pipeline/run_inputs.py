@@ -29,8 +29,9 @@ class Inputs:
       model_inputs the items' data version, and which golds the model's answers read (gold_use)
       responses    the data version of the benchmark's prompts; the content of model_inputs (ids,
                    tasks, formats, options, metadata; golds only where the answers read them: the
-                   oracle's, the random baseline's open items'); the model's name, identity,
-                   sampling, variants and settings: what the response cache keys hold
+                   oracle's, the random baseline's open items'); the data version of model_settings,
+                   observed here (the model's name, identity, sampling, variants and settings):
+                   what the response cache keys hold
       judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
                    (golds included), the judge's configuration
       scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
@@ -122,7 +123,9 @@ class Inputs:
         # (gold_use: the oracle every gold, the random baseline the open items')
         uses = gold_use(identity)
         items = self.data_version("items", benchmark)
-        asked = [model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)]
+        # what models.yaml asks of the model for this benchmark, observed as data (model_settings)
+        asked = self.observe("model_settings", _pair(benchmark, model), _digest(
+            "model_settings", model, identity, spec.sampling, list(spec.variants), spec.settings.get(benchmark)))
         responses = _digest(self._base(), "responses", self.data_version("prompts", benchmark),
                             self._model_inputs(benchmark, uses, items), asked)
         judge = self._once("judges", lambda: load_judges(paths.models_file(), specs)).get(benchmark)
@@ -184,6 +187,19 @@ class Inputs:
                 (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys})
         except Exception:  # noqa: BLE001 - as in prepare
             return {}
+
+    def observe(self, asset: str, partition_key: str, version: str) -> str:
+        """Report an observation of the external asset `asset` with data version `version` when its
+        latest observation has another: Dagster's stale rule then sees configuration change as
+        wenheng does. Returns `version`."""
+        import dagster as dg
+
+        latest = self.instance.fetch_observations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey(asset), asset_partitions=[partition_key]), limit=1).records
+        if not latest or latest[0].asset_observation.tags.get(_DATA_VERSION_TAG) != version:
+            self.instance.report_runless_asset_event(dg.AssetObservation(
+                asset_key=asset, partition=partition_key, tags={_DATA_VERSION_TAG: version}))
+        return version
 
     def data_version(self, asset: str, partition_key) -> str | None:
         import dagster as dg
@@ -253,6 +269,13 @@ class Inputs:
 _CONTENT_READ = frozenset({"model_inputs"})
 _DATA_VERSION_TAG = "dagster/data_version"   # where Dagster keeps a materialization's data version
 _CODE = ("pipeline", "assets", "resources", "sql")   # wenheng's code, beside the extra card folders
+
+
+def _pair(benchmark: str, model: str) -> str:
+    """The benchmark x model partition key, as Dagster writes it."""
+    import dagster as dg
+
+    return str(dg.MultiPartitionKey({"benchmark": benchmark, "model": model}))
 
 
 def _digest(*parts: Any) -> str:

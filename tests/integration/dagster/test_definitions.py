@@ -36,11 +36,15 @@ def test_definitions_load_with_every_stage():
 
 def test_each_job_is_its_groups():
     """A job's assets are its groups' (pipeline/groups.py): prepare's item stages, of which those
-    no benchmark partitions (contamination) also run with publish; every asset is in a job."""
+    no benchmark partitions (contamination) also run with publish; every asset is in a job, but the
+    one observed rather than built."""
     graph = defs.resolve_asset_graph()
 
     def grouped(*groups: str) -> set[dg.AssetKey]:
-        return {key for key in graph.get_all_asset_keys() if graph.get(key).group_name in groups}
+        """The groups' assets that a run materializes (not model_settings: observed, not built)."""
+        return {key for key in graph.materializable_asset_keys if graph.get(key).group_name in groups}
+
+    assert {key.to_user_string() for key in graph.external_asset_keys} == {"model_settings"}
 
     assert job_assets("prepare") == grouped(SOURCES, ITEMS)
     assert job_assets("evaluate") == grouped(EVALUATE) == job_assets("evaluate", partitioned=True)
@@ -49,7 +53,7 @@ def test_each_job_is_its_groups():
     assert {key.to_user_string() for key in across} == {"contamination"}
     assert job_assets("publish") == grouped(WAREHOUSE) | across
     assert set().union(*(job_assets(job) for job in ("prepare", "evaluate", "scan", "publish"))) == \
-        set(graph.get_all_asset_keys())
+        set(graph.materializable_asset_keys)
 
 
 def test_item_stages_are_partitioned_by_benchmark():
@@ -71,9 +75,10 @@ def test_item_stages_are_partitioned_by_benchmark():
         assert isinstance(mapping, dg.MultiToSingleDimensionPartitionMapping) and \
             mapping.partition_dimension_name == "benchmark", (child, parent)
     # the responses read the items only through what the model reads: a corrected gold leaves a
-    # served model's responses fresh by Dagster's stale rule (pipeline.inference.model_inputs)
+    # served model's responses fresh by Dagster's stale rule (pipeline.inference.model_inputs);
+    # and models.yaml's entry, observed as data
     responses = graph.get(dg.AssetKey("responses"))
-    assert {k.to_user_string() for k in responses.parent_keys} == {"prompts", "model_inputs"}
+    assert {k.to_user_string() for k in responses.parent_keys} == {"prompts", "model_inputs", "model_settings"}
     assert graph.get(dg.AssetKey("model_inputs")).partitions_def == responses.partitions_def
 
 

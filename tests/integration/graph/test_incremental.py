@@ -114,6 +114,26 @@ def test_a_changed_question_and_a_new_model_are_asked(built, monkeypatch):
     assert summary.metadata("responses", "aceval|other")["prompts_sent"] == 12
 
 
+def test_a_changed_model_setting_is_seen_by_dagsters_own_rule_once_observed(built):
+    """models.yaml is observed as data (model_settings): once a plan has observed a changed seed,
+    the UI's "unsynced" names that model's responses, as wenheng's plan does, and the rebuild
+    leaves nothing unsynced."""
+    from pipeline.run_inputs import Inputs
+
+    instance = dg.DagsterInstance.get()
+    assert unsynced(instance, defs)[1] == []
+    write_yaml(built / "models.yaml", BASELINES.replace("seed: 0", "seed: 1"))
+    assert unsynced(instance, defs)[1] == []     # nothing observed yet: Dagster cannot know
+    Inputs(instance, defs).evaluate("aceval", "random", [dg.AssetKey("responses")])
+    stale = unsynced(instance, defs)[1]
+    assert "responses [aceval|random]" in stale and not any("oracle" in name for name in stale)
+    summary, runs = _run()
+    assert runs[("evaluate", "aceval|random")] >= {"responses"} and ("evaluate", "aceval|oracle") not in runs
+    assert unsynced(instance, defs)[1] == []
+    Inputs(instance, defs).evaluate("aceval", "random", [dg.AssetKey("responses")])   # the same: not reported again
+    assert len(instance.fetch_observations(dg.AssetKey("model_settings"), limit=100).records) == 3
+
+
 def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     """A key of the sources file outside the benchmark's entry (dedup's parameters) is an input of
     the item stages too."""
