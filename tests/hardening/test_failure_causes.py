@@ -59,8 +59,9 @@ def test_a_failed_write_is_one_line_with_its_cause_and_the_traceback_is_in_the_l
 
 
 def test_a_dg_failure_is_its_description_on_the_failed_line(workdir, monkeypatch):
-    """A model the models file does not hold: the responses step raises dg.Failure, whose
-    description is the cause (no class name: it is wenheng's own sentence)."""
+    """A model the models file does not hold: its first step (model_inputs, what the model reads)
+    raises dg.Failure, whose description is the cause (no class name: it is wenheng's own
+    sentence)."""
     models = write_yaml(workdir / "models.yaml", "models:\n  oracle: {engine: baseline, strategy: oracle}\n")
     monkeypatch.setenv("WENHENG_MODELS", str(models))
     monkeypatch.setenv("WENHENG_SOURCES", str(write_yaml(workdir / "sources.yaml", SOURCES)))
@@ -68,11 +69,12 @@ def test_a_dg_failure_is_its_description_on_the_failed_line(workdir, monkeypatch
     monkeypatch.delenv("WENHENG_LIMIT", raising=False)
     monkeypatch.delenv("WENHENG_LOGS", raising=False)
     lines: list[str] = []
-    summary = run_pipeline(["wenmind"], ["ghost"], selection="group:sources or group:items or key:responses", log=lines.append)
+    summary = run_pipeline(["wenmind"], ["ghost"], selection="group:sources or group:items or key:model_inputs",
+                           log=lines.append)
     assert not summary.ok
     assert [line for line in lines if "FAILED" in line] == [
-        f"  FAILED responses [wenmind|ghost]: model 'ghost' is not in {models}; configured: oracle"]
+        f"  FAILED model_inputs [wenmind|ghost]: model 'ghost' is not in {models}; configured: oracle"]
     assert summary.log_file == workdir / "logs" / f"{summary.run_tag}.log"
     text = summary.log_file.read_text(encoding="utf-8")
-    assert "=== responses [wenmind|ghost] failed" in text and "Traceback (most recent call last):" in text
+    assert "=== model_inputs [wenmind|ghost] failed" in text and "Traceback (most recent call last):" in text
     assert "model 'ghost' is not in" in text and "resources/engines.py" in text
