@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.sources import benchmark_partitions, content_version, partition_check
+from assets.sources import benchmark_corrections, benchmark_partitions, content_version, partition_check
 from pipeline import benchmarks, paths
 from pipeline.config import load_dedup_params, load_duplicate_policy, load_models, load_sources
 from pipeline.corrections import DIFF_FIELDS
@@ -49,7 +49,7 @@ _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash
 
 @dg.multi_asset(
     group_name=ITEMS, code_version="2", can_subset=False, partitions_def=benchmark_partitions,
-    ins={"raw_items": dg.AssetIn("raw_items")},
+    ins={"raw_items": dg.AssetIn("raw_items")}, deps=[benchmark_corrections],
     outs={
         "items": dg.AssetOut(io_manager_key="lake", kinds={"parquet"},
                              description="The benchmark's items in the one schema (pipeline/schema.py)."),
@@ -62,10 +62,11 @@ _DIFFED = ["item_id", "benchmark", "source_version", *DIFF_FIELDS, "content_hash
                         "correction the previous build applied that is gone (reverted) and per item removed "
                         "or added (removed_upstream / added_upstream)."),
     },
-    # What each output is made from: items and quarantine from the raw rows; the audit from the
-    # items (the corrections applied to them, and their diff against the previous build).
+    # What each output is made from: items from the raw rows and the corrections, quarantine from
+    # the raw rows; the audit from the items (the corrections applied to them, and their diff
+    # against the previous build).
     internal_asset_deps={
-        "items": {dg.AssetKey("raw_items")},
+        "items": {dg.AssetKey("raw_items"), dg.AssetKey("benchmark_corrections")},
         "quarantine": {dg.AssetKey("raw_items")},
         "corrections_audit": {dg.AssetKey("items")},
     },

@@ -33,6 +33,22 @@ def partition_check(name: str, asset: str, description: str, **kwargs) -> dg.Ass
                                  description=description, **kwargs)
 
 
+def observed(name: str, description: str) -> dg.AssetsDefinition:
+    """An asset per benchmark that no run builds: configuration observed as data. `wenheng run` and
+    the stale sensor report an observation, with a digest of it as the data version, whenever the
+    digest changed (pipeline/run_inputs.py), so Dagster's own stale rule and the UI see a change
+    as wenheng's plan does."""
+    return dg.AssetsDefinition(specs=[dg.AssetSpec(name, group_name=SOURCES, partitions_def=benchmark_partitions,
+                                                   kinds={"yaml"}, description=description)])
+
+
+benchmark_files = observed("benchmark_files", "The benchmark's source files (names, sizes, modification times), "
+                                              "its entry in the sources file and that file's own keys. Observed, "
+                                              "not built.")
+benchmark_corrections = observed("benchmark_corrections", "The corrections to the benchmark's items "
+                                                          "(data/corrections/). Observed, not built.")
+
+
 def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> dg.DataVersion:
     """Data version from content, so an unchanged partition does not mark its downstream stale
     (pipeline/sources/digest.py: vectorised, column by column)."""
@@ -43,7 +59,7 @@ def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> 
 
 @dg.asset(
     group_name=SOURCES, io_manager_key="lake", code_version="2", kinds={"python", "parquet"},
-    partitions_def=benchmark_partitions,
+    partitions_def=benchmark_partitions, deps=[benchmark_files],
     description="One benchmark's configured source files parsed row by row; unreadable rows kept with "
                 "file, locator and reason.",
     check_specs=[partition_check("rows_reconcile", "raw_items",

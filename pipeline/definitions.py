@@ -13,7 +13,7 @@ from assets.contamination import corpora_partitions, corpus_overlap, item_ngrams
 from assets.evaluate import model_inputs, model_settings, models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
-from assets.sources import raw_items
+from assets.sources import benchmark_corrections, benchmark_files, raw_items
 from assets.warehouse import score_tables, warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
@@ -45,9 +45,9 @@ def export_path_defaults() -> None:
 
 export_path_defaults()
 
-ASSETS = [raw_items, standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts,
-          item_ngrams, model_settings, model_inputs, responses, judgements, scores, judge_reliability, corpus_overlap,
-          warehouse, score_tables]
+ASSETS = [benchmark_files, benchmark_corrections, raw_items, standardized_items, item_signatures, dedup_clusters,
+          contamination, item_variants, prompts, item_ngrams, model_settings, model_inputs, responses, judgements,
+          scores, judge_reliability, corpus_overlap, warehouse, score_tables]
 
 
 def _in_groups(*groups: str) -> list[dg.AssetsDefinition]:

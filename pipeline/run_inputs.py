@@ -22,10 +22,11 @@ class Inputs:
 
     Every fingerprint holds wenheng's code (each file of pipeline/, assets/, resources/, sql/ and
     the extra card folders) and the settings that change outputs (_base). Besides:
-      prepare      the benchmark's sources entry, source files and corrections (source_fingerprints;
-                   raw_items without the corrections, which apply after it),
-                   the sources file's own keys (dedup, duplicates, quality), the variants and
-                   settings models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
+      prepare      the data versions of benchmark_files (the sources file's own keys: dedup,
+                   duplicates, quality; the benchmark's entry and source files) and
+                   benchmark_corrections (its corrections), both observed here (raw_items: the
+                   files alone, as corrections apply after it); the variants and settings
+                   models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
       model_inputs the items' data version, and which golds the model's answers read (gold_use)
       responses    the data version of the benchmark's prompts; the content of model_inputs (ids,
                    tasks, formats, options, metadata; golds only where the answers read them: the
@@ -87,16 +88,20 @@ class Inputs:
         from pipeline import paths
         from pipeline.contamination.corpora import ngram_sizes
         from pipeline.prompts import asked_pairs
-        from pipeline.sources.ingest import source_fingerprints
+        from pipeline.sources.ingest import corrections_fingerprint, source_fingerprints
 
         try:
-            source = source_fingerprints(paths.sources_file(), paths.corrections_dir(), [benchmark])[benchmark]
+            # the benchmark's files and its corrections, observed as data (benchmark_files and
+            # benchmark_corrections): the raw rows are parsed from the files alone, so a
+            # correction does not parse them again
+            files = self.observe("benchmark_files", benchmark, _digest(
+                source_fingerprints(paths.sources_file(), [benchmark])[benchmark], self._sources(benchmark)))
+            corrections = self.observe("benchmark_corrections", benchmark,
+                                       corrections_fingerprint(paths.corrections_dir(), benchmark))
             asked = sorted(asked_pairs(self._specs().values(), benchmark))   # the pairs its prompts are built for
             sizes = ngram_sizes(paths.corpora_file())   # the n-gram sizes its contamination index is built for
-            value = _digest(self._base(), "prepare", source, self._sources(benchmark), asked, sizes)
-            # the raw rows are parsed from the files alone: a correction does not parse them again
-            files = source_fingerprints(paths.sources_file(), None, [benchmark])[benchmark]
-            raw = _digest(self._base(), "prepare", files, self._sources(benchmark))
+            value = _digest(self._base(), "prepare", files, corrections, asked, sizes)
+            raw = _digest(self._base(), "prepare", files)
             return self._versioned({key: raw if key.to_user_string() == "raw_items" else value for key in keys})
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
             return {}

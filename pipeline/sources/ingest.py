@@ -43,15 +43,11 @@ def parse_source(spec: SourceSpec) -> ParseResult:
     return result
 
 
-def source_fingerprints(sources_file: Path, corrections_dir: Path | None, benchmarks: Iterable[str]) -> dict[str, str]:
-    """Per benchmark, a cheap fingerprint of what its item stages read: its entry in the sources
-    file, its source files (names, sizes, modification times) and, unless `corrections_dir` is
-    None (what raw_items reads), the corrections to its items. It changes when that benchmark's
-    data lands, and only then."""
+def source_fingerprints(sources_file: Path, benchmarks: Iterable[str]) -> dict[str, str]:
+    """Per benchmark, a cheap fingerprint of what its raw rows are parsed from: its entry in the
+    sources file and its source files (names, sizes, modification times). It changes when that
+    benchmark's data lands, and only then."""
     specs = load_sources(sources_file)
-    corrections: dict[str, list[str]] = {}
-    for correction in load_corrections(corrections_dir) if corrections_dir is not None else ():
-        corrections.setdefault(correction.benchmark, []).append(repr(correction))
     prints = {}
     for benchmark in benchmarks:
         spec = specs.get(benchmark)
@@ -60,6 +56,12 @@ def source_fingerprints(sources_file: Path, corrections_dir: Path | None, benchm
             sorted(spec.path.rglob("*")) if spec.path.is_dir() else [spec.path]
         stats = ((f, f.stat()) for f in files if f.is_file())
         parts += [f"{f}|{st.st_size}|{st.st_mtime_ns}" for f, st in stats]
-        parts += corrections.get(benchmark, [])
         prints[benchmark] = hashlib.sha256("\n".join(parts).encode()).hexdigest()
     return prints
+
+
+def corrections_fingerprint(corrections_dir: Path, benchmark: str) -> str:
+    """A fingerprint of the corrections to one benchmark's items: what the item step applies
+    after the raw rows."""
+    entries = [repr(c) for c in load_corrections(corrections_dir) if c.benchmark == benchmark]
+    return hashlib.sha256("\n".join(entries).encode()).hexdigest()

@@ -44,7 +44,8 @@ def test_each_job_is_its_groups():
         """The groups' assets that a run materializes (not model_settings: observed, not built)."""
         return {key for key in graph.materializable_asset_keys if graph.get(key).group_name in groups}
 
-    assert {key.to_user_string() for key in graph.external_asset_keys} == {"model_settings"}
+    assert {key.to_user_string() for key in graph.external_asset_keys} == {
+        "benchmark_files", "benchmark_corrections", "model_settings"}   # configuration, observed as data
 
     assert job_assets("prepare") == grouped(SOURCES, ITEMS)
     assert job_assets("evaluate") == grouped(EVALUATE) == job_assets("evaluate", partitioned=True)
@@ -110,8 +111,8 @@ def test_sensors_run_by_default_and_resources_name_their_variables():
 
 
 def test_lineage_reads_left_to_right():
-    """Edges say what each asset is made from: raw_items -> items and quarantine, items ->
-    corrections_audit; the warehouse hangs off the assets nothing else leads to, and still has
+    """Edges say what each asset is made from: benchmark_files -> raw_items -> items and
+    quarantine, benchmark_corrections -> items -> corrections_audit; the warehouse hangs off the assets nothing else leads to, and still has
     every table it loads upstream of it."""
     from pipeline.warehouse import BASE_TABLES
 
@@ -128,7 +129,8 @@ def test_lineage_reads_left_to_right():
                 todo.append(parent)
         return seen
 
-    assert parents("items") == parents("quarantine") == {"raw_items"}
+    assert parents("items") == {"raw_items", "benchmark_corrections"} and parents("quarantine") == {"raw_items"}
+    assert parents("raw_items") == {"benchmark_files"}
     assert parents("corrections_audit") == {"items"}
     assert parents("contamination") == parents("dedup_clusters") == {"items", "item_signatures"}
     deps = parents("warehouse")

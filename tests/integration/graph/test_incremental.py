@@ -73,6 +73,15 @@ def test_unchanged_inputs_launch_no_run(built):
 
 def test_an_answer_correction_rescores_without_asking_the_model(built):
     item_id = _correct(built, "answer", lambda old: "B" if old != "B" else "C")
+    # the corrections are observed as data (benchmark_corrections): once a plan has looked, the
+    # UI's "unsynced" names the items as wenheng's plan does, and not the raw rows
+    from pipeline.run_inputs import Inputs
+
+    instance = dg.DagsterInstance.get()
+    assert unsynced(instance, defs)[1] == []
+    Inputs(instance, defs).prepare("aceval", [dg.AssetKey("items")])
+    stale = unsynced(instance, defs)[1]
+    assert "items [aceval]" in stale and "raw_items [aceval]" not in stale
     summary, runs = _run()
     # random reads no MCQ gold: what it reads (model_inputs), its prompts and its cache keys did not
     # change, so its evaluate run has no responses step
