@@ -4,10 +4,13 @@ membership is written, and nowhere else.
 
     SOURCES, ITEMS   the item stages (job `prepare`, one run per benchmark partition; what reads
                      every benchmark at once, contamination, runs with `publish`)
-    EVALUATE         model inputs, responses, judgements, scores, judge reliability (job `evaluate`, one run per
-                     benchmark x model partition)
+    EVALUATE         model inputs, responses, judgements, scores, judge reliability (job `evaluate`,
+                     one run per benchmark x model partition)
     CORPORA          a user corpus against every item (job `scan`, one run per corpus)
     WAREHOUSE        the DuckDB warehouse and the score assets built on it (job `publish`)
+
+The configuration observed as data (benchmark_files, benchmark_corrections in SOURCES;
+model_settings in EVALUATE) is in no job: no run builds it (pipeline/run_inputs.py observes it).
 """
 
 SOURCES = "sources"
