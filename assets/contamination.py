@@ -31,13 +31,20 @@ if TYPE_CHECKING:
     from pipeline.contamination.corpora import CorpusSpec
 
 corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
+# A corpus's entry in data/corpora.yaml and its files, observed as data (pipeline/run_inputs.py):
+# Dagster's own stale rule, and the UI, see a changed corpus as wenheng's plan does.
+corpus_files = dg.AssetsDefinition(specs=[dg.AssetSpec(
+    "corpus_files", group_name=CORPORA, partitions_def=corpora_partitions, kinds={"yaml"},
+    description="The corpus's entry in data/corpora.yaml, the reference corpora its verdicts set apart, their "
+                "files (names, sizes, modification times) and the scan engine. Observed, not built; a remote "
+                "corpus is not observed (its files are listed only by the scan).")])
 
 
 @dg.multi_asset(
     group_name=CORPORA, code_version="1", can_subset=False, partitions_def=corpora_partitions,
     # every benchmark's n-gram index, read from the lake (and its items, to check the index is theirs)
     deps=[dg.AssetDep("item_ngrams", partition_mapping=dg.AllPartitionMapping()),
-          dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping())],
+          dg.AssetDep("items", partition_mapping=dg.AllPartitionMapping()), corpus_files],
     outs={
         "corpus_overlap": dg.AssetOut(
             io_manager_key="lake", kinds={"parquet"},

@@ -9,7 +9,7 @@ import warnings
 
 import dagster as dg
 
-from assets.contamination import corpora_partitions, corpus_overlap, item_ngrams
+from assets.contamination import corpora_partitions, corpus_files, corpus_overlap, item_ngrams
 from assets.evaluate import model_inputs, model_settings, models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
@@ -47,7 +47,7 @@ export_path_defaults()
 
 ASSETS = [benchmark_files, benchmark_corrections, raw_items, standardized_items, item_signatures, dedup_clusters,
           contamination, item_variants, prompts, item_ngrams, model_settings, model_inputs, responses, judgements,
-          scores, judge_reliability, corpus_overlap, warehouse, score_tables]
+          scores, judge_reliability, corpus_files, corpus_overlap, warehouse, score_tables]
 
 
 def _in_groups(*groups: str) -> list[dg.AssetsDefinition]:

@@ -10,7 +10,8 @@ membership is written, and nowhere else.
     WAREHOUSE        the DuckDB warehouse and the score assets built on it (job `publish`)
 
 The configuration observed as data (benchmark_files, benchmark_corrections in SOURCES;
-model_settings in EVALUATE) is in no job: no run builds it (pipeline/run_inputs.py observes it).
+model_settings in EVALUATE; corpus_files in CORPORA) is in no job: no run builds it
+(pipeline/run_inputs.py observes it).
 """
 
 SOURCES = "sources"

@@ -35,8 +35,10 @@ class Inputs:
                    what the response cache keys hold
       judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
                    (golds included), the judge's configuration
-      scan         the corpus's entry, its files (path, size, modification time; a remote corpus is
-                   always scanned), the latest materialization of the items and their index
+      scan         the data version of corpus_files, observed here (the corpus's entry, the
+                   reference corpora's, their files: path, size, modification time; the scan
+                   engine; a remote corpus is always scanned), the latest materialization of the
+                   items and their index
       publish      per asset, the latest materialization of everything upstream of it outside the
                    run, the sources file's own keys
     and each asset's code version, as the loaded definitions state it.
@@ -171,10 +173,12 @@ class Inputs:
                 return {}   # a remote corpus: its files are not listed before the scan
             files = [(file, stat.st_size, stat.st_mtime_ns) for spec in read for file in shard_paths(spec)
                      for stat in [os.stat(file)]]
+            observed = self.observe("corpus_files", corpus, _digest(
+                [spec.model_dump() for spec in read], files, settings().scan_engine))
             built = self.instance.get_asset_records([dg.AssetKey("items"), dg.AssetKey("item_ngrams")])
-            value = _digest(self._base(), "scan", [spec.model_dump() for spec in read], files, settings().scan_engine,
-                            sorted((r.asset_entry.asset_key.to_user_string(),
-                                    r.asset_entry.last_materialization_storage_id) for r in built))
+            value = _digest(self._base(), "scan", observed, sorted((r.asset_entry.asset_key.to_user_string(),
+                                                                   r.asset_entry.last_materialization_storage_id)
+                                                                  for r in built))
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - as in prepare
             return {}

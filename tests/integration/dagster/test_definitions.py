@@ -45,7 +45,7 @@ def test_each_job_is_its_groups():
         return {key for key in graph.materializable_asset_keys if graph.get(key).group_name in groups}
 
     assert {key.to_user_string() for key in graph.external_asset_keys} == {
-        "benchmark_files", "benchmark_corrections", "model_settings"}   # configuration, observed as data
+        "benchmark_files", "benchmark_corrections", "model_settings", "corpus_files"}   # configuration, observed
 
     assert job_assets("prepare") == grouped(SOURCES, ITEMS)
     assert job_assets("evaluate") == grouped(EVALUATE) == job_assets("evaluate", partitioned=True)

@@ -8,6 +8,7 @@ again, as the daemon's run launcher would."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -25,6 +26,7 @@ from pipeline.staleness import unsynced
 MODELS = "models:\n  oracle: {engine: baseline, strategy: oracle}\n  random: {engine: baseline, strategy: random, seed: %d}\n"
 # the corrections audit is left out: it is history (a correction applied once, then removed, is
 # audited `reverted`), which a build from scratch never saw
+CORPORA = "corpora:\n  web: {paths: [web.jsonl], fields: [title, paragraphs], id_field: id, version: one}\n"
 TABLES = ("items", "responses", "scores", "judgements", "model_task_scores", "paper_tables", "corpus_overlap")
 # what differs between two builds of the same inputs: when and how fast, and the runs' names
 VOLATILE = ("latency", "time", "_at", "run_id", "seconds", "duration", "created", "tag")
@@ -118,6 +120,9 @@ def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                         "evaluate: [dev]}\n")
     write_yaml(folder / "models.yaml", MODELS % 0)
     (folder / "corrections").mkdir()
+    shutil.copy(ROOT / "data" / "samples" / "corpora" / "sample_web.jsonl", folder / "web.jsonl")
+    write_yaml(folder / "corpora.yaml", CORPORA)
+    monkeypatch.setenv("WENHENG_CORPORA", str(folder / "corpora.yaml"))
     monkeypatch.setenv("WENHENG_SOURCES", str(folder / "sources.yaml"))
     monkeypatch.setenv("WENHENG_MODELS", str(folder / "models.yaml"))
     monkeypatch.setenv("WENHENG_CORRECTIONS", str(folder / "corrections"))
@@ -144,6 +149,18 @@ def _release(inputs: Path) -> None:
     sources.write_text(sources.read_text(encoding="utf-8").replace("version: v1", "version: v2"), encoding="utf-8")
 
 
+def _add_corpus(inputs: Path) -> None:
+    shutil.copy(inputs / "web.jsonl", inputs / "web2.jsonl")
+    write_yaml(inputs / "corpora.yaml", CORPORA + CORPORA.split("\n")[1].replace("web:", "web2:").replace(
+        "web.jsonl", "web2.jsonl") + "\n")
+
+
+def _change_corpus(inputs: Path) -> None:
+    """A document that quotes an AC-EVAL question appended to the second corpus."""
+    with (inputs / "web2.jsonl").open("a", encoding="utf-8") as out:
+        out.write(json.dumps({"id": "web-new", "title": "抄录", "paragraphs": [QUESTION * 2]}, ensure_ascii=False) + "\n")
+
+
 STEPS = [
     ("a correction", _correct),
     ("its revert", lambda inputs: os.remove(inputs / "corrections" / "aceval.yaml")),
@@ -151,6 +168,8 @@ STEPS = [
     ("a model's setting changed", lambda inputs: write_yaml(inputs / "models.yaml", MODELS % 1)),
     ("a model added", lambda inputs: write_yaml(
         inputs / "models.yaml", MODELS % 1 + "  random_b: {engine: baseline, strategy: random, seed: 7}\n")),
+    ("a corpus added", _add_corpus),
+    ("a corpus file changed", _change_corpus),
     ("nothing changed", lambda inputs: None),
 ]
 
@@ -164,7 +183,7 @@ def test_the_cli_and_the_sensor_leave_nothing_for_each_other(inputs, tmp_path, m
     _correct(inputs)
     # prepare, then what the changed items make stale: both partitions, the corpus's verdicts, publish
     assert project.daemon() == ["prepare [aceval]", "evaluate [aceval|oracle]", "evaluate [aceval|random]",
-                                "scan [sample-web]", "publish"]
+                                "scan [web]", "publish"]
     assert project.cli() == []                          # the daemon's runs are the CLI's history
     os.remove(inputs / "corrections" / "aceval.yaml")   # back to the state of the first build
     assert "prepare [aceval]" in project.daemon()       # a revert is a change
