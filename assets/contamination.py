@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from assets.items import built_partitions
-from assets.sources import benchmark_partitions, content_version
+from assets.sources import benchmark_partitions, content_version, observed
 from pipeline import paths, progress
 from pipeline.groups import CORPORA, ITEMS
 from pipeline.settings import settings
@@ -31,13 +31,11 @@ if TYPE_CHECKING:
     from pipeline.contamination.corpora import CorpusSpec
 
 corpora_partitions = dg.DynamicPartitionsDefinition(name="corpora")
-# A corpus's entry in data/corpora.yaml and its files, observed as data (pipeline/run_inputs.py):
-# Dagster's own stale rule, and the UI, see a changed corpus as wenheng's plan does.
-corpus_files = dg.AssetsDefinition(specs=[dg.AssetSpec(
-    "corpus_files", group_name=CORPORA, partitions_def=corpora_partitions, kinds={"yaml"},
-    description="The corpus's entry in data/corpora.yaml, the reference corpora its verdicts set apart, their "
-                "files (names, sizes, modification times) and the scan engine. Observed, not built; a remote "
-                "corpus is not observed (its files are listed only by the scan).")])
+# A corpus's entry in data/corpora.yaml and its files, observed as data (assets/sources.py: observed)
+corpus_files = observed(
+    "corpus_files", "The corpus's entry in data/corpora.yaml, the reference corpora its verdicts set apart, their "
+    "files (names, sizes, modification times) and the scan engine; a remote corpus is not observed (its files "
+    "are listed only by the scan).", CORPORA, corpora_partitions)
 
 
 @dg.multi_asset(

@@ -7,7 +7,7 @@ import warnings
 
 import dagster as dg
 
-from assets.sources import benchmark_partitions, content_version, partition_check
+from assets.sources import benchmark_partitions, content_version, observed, partition_check
 from pipeline.groups import EVALUATE
 from resources.engines import ModelsResource
 from resources.lake import Frame
@@ -31,14 +31,10 @@ error_rate_check = partition_check(
                 "above it the partition is not written, scored or published")
 
 
-# What data/models.yaml asks of a model for a benchmark, observed as data: `wenheng run` and the
-# stale sensor report an observation whenever its digest changes (pipeline/run_inputs.py), so
-# Dagster's own stale rule, and the UI, see a changed setting as wenheng's plan does.
-model_settings = dg.AssetsDefinition(specs=[dg.AssetSpec(
-    "model_settings", group_name=EVALUATE, partitions_def=benchmark_x_model, kinds={"yaml"},
-    description="The model's entry in data/models.yaml as the responses read it for this benchmark: its name, "
-                "engine identity, sampling, variants and settings. Observed, not materialized: its data "
-                "version is their digest, reported before each plan when it changed.")])
+# What data/models.yaml asks of a model for a benchmark, observed as data (assets/sources.py: observed)
+model_settings = observed(
+    "model_settings", "The model's entry in data/models.yaml as the responses read it for this benchmark: its "
+    "name, engine identity, sampling, variants and settings.", EVALUATE, benchmark_x_model)
 
 
 @dg.asset(

@@ -33,20 +33,20 @@ def partition_check(name: str, asset: str, description: str, **kwargs) -> dg.Ass
                                  description=description, **kwargs)
 
 
-def observed(name: str, description: str) -> dg.AssetsDefinition:
-    """An asset per benchmark that no run builds: configuration observed as data. `wenheng run` and
-    the stale sensor report an observation, with a digest of it as the data version, whenever the
-    digest changed (pipeline/run_inputs.py), so Dagster's own stale rule and the UI see a change
-    as wenheng's plan does."""
-    return dg.AssetsDefinition(specs=[dg.AssetSpec(name, group_name=SOURCES, partitions_def=benchmark_partitions,
-                                                   kinds={"yaml"}, description=description)])
+def observed(name: str, description: str, group: str = SOURCES,
+             partitions_def: dg.PartitionsDefinition = benchmark_partitions) -> dg.AssetsDefinition:
+    """An asset that no run builds: configuration observed as data. `wenheng run` and the stale
+    sensor report an observation, with a digest of it as the data version, whenever the digest
+    changed (pipeline/run_inputs.py), so Dagster's own stale rule and the UI see a change as
+    wenheng's plan does."""
+    return dg.AssetsDefinition(specs=[dg.AssetSpec(name, group_name=group, partitions_def=partitions_def,
+                                                   kinds={"yaml"}, description=description + " Observed, not built.")])
 
 
 benchmark_files = observed("benchmark_files", "The benchmark's source files (names, sizes, modification times), "
-                                              "its entry in the sources file and that file's own keys. Observed, "
-                                              "not built.")
+                                              "its entry in the sources file and that file's own keys.")
 benchmark_corrections = observed("benchmark_corrections", "The corrections to the benchmark's items "
-                                                          "(data/corrections/). Observed, not built.")
+                                                          "(data/corrections/).")
 
 
 def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> dg.DataVersion:
