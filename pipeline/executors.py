@@ -51,8 +51,9 @@ def gpu_k8s_config(env: Mapping[str, str] = os.environ) -> dict[str, Any]:
 
 
 def inference_ops(assets: Iterable[dg.AssetsDefinition]) -> list[str]:
-    """Names of the ops that run in the `inference` pool (responses, judgements, judge_reliability)."""
-    return sorted({a.op.name for a in assets if a.op.pool == INFERENCE_POOL})
+    """Names of the ops that run in the `inference` pool (responses, judgements, judge_reliability);
+    an asset no run builds (configuration observed as data) has no op."""
+    return sorted({a.op.name for a in assets if a.is_executable and a.op.pool == INFERENCE_POOL})
 
 
 def k8s_executor_config(assets: Iterable[dg.AssetsDefinition], env: Mapping[str, str] = os.environ) -> dict:
