@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 
 from assets.items import built_partitions
-from assets.sources import benchmark_partitions, content_version, observed
+from assets.sources import benchmark_partitions, content_version, index_settings, observed
 from pipeline import paths, progress
 from pipeline.groups import CORPORA, ITEMS
 from pipeline.settings import settings
@@ -100,7 +100,7 @@ def corpus_overlap(context: dg.AssetExecutionContext, corpora: CorporaResource,
 
 @dg.asset(
     group_name=ITEMS, io_manager_key="lake", code_version="1", kinds={"parquet"}, partitions_def=benchmark_partitions,
-    deps=[dg.AssetDep("items")],   # read from the lake for the columns the index needs
+    deps=[dg.AssetDep("items"), index_settings],   # items: read from the lake for the columns the index needs
     description="One benchmark's contamination index: each item's input and label n-grams, each marked "
                 "template (shared by many items), source (the passage it quotes) or specific, for each n-gram "
                 "size the corpora use. Every corpus_overlap scan reads it.")

@@ -11,15 +11,21 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.sources import benchmark_corrections, benchmark_partitions, content_version, partition_check
+from assets.sources import (
+    benchmark_corrections,
+    benchmark_partitions,
+    content_version,
+    dedup_settings,
+    partition_check,
+    prompt_settings,
+)
 from pipeline import benchmarks, paths
-from pipeline.config import load_dedup_params, load_duplicate_policy, load_models, load_sources
+from pipeline.config import load_dedup_params, load_duplicate_policy, load_sources
 from pipeline.corrections import DIFF_FIELDS
 from pipeline.dedup.params import DedupParams
 from pipeline.dedup.policy import QUALITY_FLAGS, conflicting_clusters, evaluation_items, quality_items, quality_report
 from pipeline.groups import ITEMS
 from pipeline.prompts import asked_pairs, build_prompt_columns
-from pipeline.rows import stable_hash
 from resources.engines import ModelsResource, SourcesResource
 from resources.lake import Frame, partition_file
 
@@ -114,22 +120,6 @@ def standardized_items(context: dg.AssetExecutionContext, raw_items: Frame, sour
                               metadata={"not applied": dg.MetadataValue.json(not_applied[:100])})
 
 
-def dedup_code_version(code: str, sources_file: Path | None = None) -> str:
-    """A dedup asset's code version: its code's, and where the sources file's `dedup:` sets
-    parameters other than DedupParams' defaults, a digest of them as the definitions load. A
-    changed parameter therefore shows item_signatures, dedup_clusters and contamination stale
-    once the code location reloads (each signature's key_hash holds every parameter too, so no
-    stored MinHash is reused under other parameters). A sources file that cannot be read leaves
-    the code's version alone: the assets report the problem."""
-    try:
-        params = load_dedup_params(sources_file or paths.sources_file())
-    except Exception:  # noqa: BLE001 - a broken sources file must not break loading the definitions
-        return code
-    if params == DedupParams():
-        return code
-    return f"{code}.{stable_hash(dataclasses.asdict(params))[:12]}"
-
-
 def _dedup_params(sources: SourcesResource) -> tuple[DedupParams, dict[str, dg.MetadataValue]]:
     """The dedup parameters of the sources file (`dedup:`), read once per step, and the metadata
     that shows them on the materialization."""
@@ -144,8 +134,8 @@ _KEYED = ["item_id", "benchmark", "task", "context", "question", "choices"]
 _CLUSTERED = ["item_id", "benchmark", "task", "content_hash", "answer_hash"]
 
 
-@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("1"), kinds={"parquet"},
-          partitions_def=benchmark_partitions)
+@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version="1", kinds={"parquet"},
+          partitions_def=benchmark_partitions, deps=[dedup_settings])
 def item_signatures(context: dg.AssetExecutionContext, items: Frame, sources: SourcesResource) -> dg.Output[Frame]:
     """Each item's dedup match keys and MinHash signature (pipeline/dedup/signatures.py), keyed by
     a hash of the key and the dedup parameters (`dedup:` in the sources file): the rows of the
@@ -169,8 +159,8 @@ def item_signatures(context: dg.AssetExecutionContext, items: Frame, sources: So
 
 
 @dg.asset(
-    group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("5"), kinds={"parquet"},
-    partitions_def=benchmark_partitions,
+    group_name=ITEMS, io_manager_key="lake", code_version="5", kinds={"parquet"},
+    partitions_def=benchmark_partitions, deps=[dedup_settings],
     check_specs=[partition_check("consistent_gold", "dedup_clusters",
                                  "duplicates within the benchmark share their gold answer")],
 )
@@ -211,10 +201,10 @@ def _built_partitions(asset: str, columns: list[str]) -> "list[pa.Table]":
 
 
 @dg.asset(
-    group_name=ITEMS, io_manager_key="lake", code_version=dedup_code_version("4"), kinds={"parquet"},
+    group_name=ITEMS, io_manager_key="lake", code_version="4", kinds={"parquet"},
     # every benchmark's items and signatures, read from the lake for the columns it compares (not
     # loaded whole through the IO manager); one not built yet (not configured, or not run) is absent
-    deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures")],
+    deps=[dg.AssetDep("items"), dg.AssetDep("item_signatures"), dedup_settings],
 )
 def contamination(sources: SourcesResource) -> dg.Output[Frame]:
     """Duplicate pairs across benchmarks, from the stored signatures (`contamination_threshold`
@@ -238,7 +228,7 @@ def contamination(sources: SourcesResource) -> dg.Output[Frame]:
 
 
 @dg.asset(group_name=ITEMS, io_manager_key="lake", code_version="3", kinds={"parquet"},
-          partitions_def=benchmark_partitions)
+          partitions_def=benchmark_partitions, deps=[prompt_settings])
 def item_variants(context: dg.AssetExecutionContext, items: Frame, models: ModelsResource) -> dg.Output[Frame]:
     """Each item as stored (original), in simplified (OpenCC t2s) and traditional (s2t) script, plus
     any regional form a model asks for (traditional_tw / traditional_hk). The rows of the previous
@@ -265,25 +255,8 @@ _PROMPTED = ["item_id", "benchmark", "split", "task", "task_group", "domain", "f
 _RENDERED = ["item_id", "variant", "benchmark", "context", "question", "choices", "answer"]
 
 
-PROMPTS_CODE_VERSION = "5"
-
-
-def prompts_code_version(models_file: Path | None = None) -> str:
-    """The prompts asset's code version: its code's, and a digest of the (variant, setting) pairs
-    models.yaml asks of each benchmark as the definitions load. Adding a model, a variant or a
-    setting there therefore shows the prompts partitions stale (code version changed) once the
-    code location reloads; `wenheng run` rebuilds them in its prepare phase in any case. A models
-    file that cannot be read leaves the code's version alone: the asset reports the problem."""
-    try:
-        specs = load_models(models_file or paths.models_file()).values()
-        asked = {name: sorted(asked_pairs(specs, name)) for name in sorted(benchmarks.names())}
-    except Exception:  # noqa: BLE001 - a broken models file must not break loading the definitions
-        return PROMPTS_CODE_VERSION
-    return f"{PROMPTS_CODE_VERSION}.{stable_hash(asked)[:12]}"
-
-
-@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version=prompts_code_version(), kinds={"parquet"},
-          partitions_def=benchmark_partitions)
+@dg.asset(group_name=ITEMS, io_manager_key="lake", code_version="5", kinds={"parquet"},
+          partitions_def=benchmark_partitions, deps=[prompt_settings])
 def prompts(context: dg.AssetExecutionContext, items: Frame, item_variants: Frame, dedup_clusters: Frame,
             sources: SourcesResource, models: ModelsResource) -> dg.Output[Frame]:
     """Every item variant of the evaluated splits, rendered under each protocol setting of its
@@ -293,7 +266,7 @@ def prompts(context: dg.AssetExecutionContext, items: Frame, item_variants: Fram
     within-benchmark duplicates when it says `duplicates: drop`; at most WENHENG_LIMIT evaluated
     items when that is set. A pair no model asks is not rendered; a model or setting added to
     models.yaml adds its rows at the next build, and the rows of the pairs already asked stay
-    as they were (the code version follows the pairs asked: `prompts_code_version`)."""
+    as they were (prompt_settings, observed as data, holds the pairs asked)."""
     import pandas as pd
     import pyarrow as pa
 

@@ -38,15 +38,26 @@ def observed(name: str, description: str, group: str = SOURCES,
     """An asset that no run builds: configuration observed as data. `wenheng run` and the stale
     sensor report an observation, with a digest of it as the data version, whenever the digest
     changed (pipeline/run_inputs.py), so Dagster's own stale rule and the UI see a change as
-    wenheng's plan does."""
+    wenheng's plan does. Always partitioned: Dagster reads an unpartitioned external asset's data
+    version from materializations only, so a setting every benchmark shares is observed per
+    benchmark, as that benchmark's stages read it."""
     return dg.AssetsDefinition(specs=[dg.AssetSpec(name, group_name=group, partitions_def=partitions_def,
                                                    kinds={"yaml"}, description=description + " Observed, not built.")])
 
 
-benchmark_files = observed("benchmark_files", "The benchmark's source files (names, sizes, modification times), "
-                                              "its entry in the sources file and that file's own keys.")
+benchmark_files = observed("benchmark_files", "The benchmark's source files (names, sizes, modification times) "
+                                              "and its entry in the sources file.")
 benchmark_corrections = observed("benchmark_corrections", "The corrections to the benchmark's items "
                                                           "(data/corrections/).")
+# The settings the later item stages read, each observed where its readers are
+prompt_settings = observed("prompt_settings", "What the benchmark's variants and prompts are built for besides "
+                           "its items: the (variant, setting) pairs data/models.yaml asks of it, the regional "
+                           "variants any model asks, and the sources file's duplicates and quality policies and "
+                           "evaluated splits for it.")
+dedup_settings = observed("dedup_settings", "The sources file's `dedup:` parameters (pipeline/dedup/params.py), "
+                          "which the benchmark's item signatures, clusters and contamination are computed with.")
+index_settings = observed("index_settings", "The n-gram sizes of data/corpora.yaml, which each benchmark's "
+                          "contamination index (item_ngrams) is built for.")
 
 
 def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> dg.DataVersion:

@@ -13,7 +13,14 @@ from assets.contamination import corpora_partitions, corpus_files, corpus_overla
 from assets.evaluate import model_inputs, model_settings, models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
 from assets.judge import judge_reliability, judgements
-from assets.sources import benchmark_corrections, benchmark_files, raw_items
+from assets.sources import (
+    benchmark_corrections,
+    benchmark_files,
+    dedup_settings,
+    index_settings,
+    prompt_settings,
+    raw_items,
+)
 from assets.warehouse import score_tables, warehouse
 from pipeline import paths
 from pipeline.config import ConfigError, load_models
@@ -45,9 +52,10 @@ def export_path_defaults() -> None:
 
 export_path_defaults()
 
-ASSETS = [benchmark_files, benchmark_corrections, raw_items, standardized_items, item_signatures, dedup_clusters,
-          contamination, item_variants, prompts, item_ngrams, model_settings, model_inputs, responses, judgements,
-          scores, judge_reliability, corpus_files, corpus_overlap, warehouse, score_tables]
+ASSETS = [benchmark_files, benchmark_corrections, prompt_settings, dedup_settings, index_settings, raw_items,
+          standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts, item_ngrams,
+          model_settings, model_inputs, responses, judgements, scores, judge_reliability, corpus_files, corpus_overlap,
+          warehouse, score_tables]
 
 
 def _in_groups(*groups: str) -> list[dg.AssetsDefinition]:

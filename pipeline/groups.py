@@ -9,8 +9,9 @@ membership is written, and nowhere else.
     CORPORA          a user corpus against every item (job `scan`, one run per corpus)
     WAREHOUSE        the DuckDB warehouse and the score assets built on it (job `publish`)
 
-The configuration observed as data (benchmark_files, benchmark_corrections in SOURCES;
-model_settings in EVALUATE; corpus_files in CORPORA) is in no job: no run builds it
+The configuration observed as data (benchmark_files, benchmark_corrections, prompt_settings,
+dedup_settings, index_settings in SOURCES; model_settings in EVALUATE; corpus_files in CORPORA)
+is in no job: no run builds it
 (pipeline/run_inputs.py observes it).
 """
 

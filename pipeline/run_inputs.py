@@ -4,6 +4,7 @@ assets' fingerprints are those their latest materializations recorded (pipeline/
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -22,11 +23,12 @@ class Inputs:
 
     Every fingerprint holds wenheng's code (each file of pipeline/, assets/, resources/, sql/ and
     the extra card folders) and the settings that change outputs (_base). Besides:
-      prepare      the data versions of benchmark_files (the sources file's own keys: dedup,
-                   duplicates, quality; the benchmark's entry and source files) and
-                   benchmark_corrections (its corrections), both observed here (raw_items: the
-                   files alone, as corrections apply after it); the variants and settings
-                   models.yaml asks, the n-gram sizes of corpora.yaml (item_ngrams)
+      prepare      the data versions of configuration observed here: benchmark_files (the
+                   benchmark's entry in the sources file and its source files), benchmark_corrections
+                   (its corrections), prompt_settings (the pairs models.yaml asks, the duplicate and
+                   quality policies, the evaluated splits), dedup_settings (`dedup:`) and
+                   index_settings (corpora.yaml's n-gram sizes); raw_items: the files alone, as
+                   corrections and settings apply after it
       model_inputs the items' data version, and which golds the model's answers read (gold_use)
       responses    the data version of the benchmark's prompts; the content of model_inputs (ids,
                    tasks, formats, options, metadata; golds only where the answers read them: the
@@ -40,7 +42,7 @@ class Inputs:
                    engine; a remote corpus is always scanned), the latest materialization of the
                    items and their index
       publish      per asset, the latest materialization of everything upstream of it outside the
-                   run, the sources file's own keys
+                   run, observations of configuration included (contamination: dedup_settings)
     and each asset's code version, as the loaded definitions state it.
     An input that cannot be read leaves the fingerprint out: the asset runs, and reports it."""
 
@@ -70,16 +72,14 @@ class Inputs:
 
         return self._once("models", lambda: load_models(paths.models_file()))
 
-    def _sources(self, benchmark: str | None = None) -> list:
-        """The sources file as written: its own keys (dedup, duplicates, quality, ...) and, with
-        `benchmark`, that benchmark's entry (not the others')."""
+    def _entry(self, benchmark: str) -> Any:
+        """The benchmark's entry in the sources file as written (not the others', nor the file's
+        own keys: those are observed as the settings that read them)."""
         from pipeline import paths
         from pipeline.config import load_yaml
 
         data = self._once("sources file", lambda: load_yaml(paths.sources_file()))
-        entries = data.get("benchmarks") or {}
-        return [{key: value for key, value in data.items() if key != "benchmarks"},
-                entries.get(benchmark) if benchmark else None]
+        return (data.get("benchmarks") or {}).get(benchmark)
 
     def _versioned(self, prints: dict) -> dict:
         """Each fingerprint with its asset's code version, as the loaded definitions state it."""
@@ -88,8 +88,8 @@ class Inputs:
 
     def prepare(self, benchmark: str, keys) -> dict:
         from pipeline import paths
+        from pipeline.config import load_dedup_params
         from pipeline.contamination.corpora import ngram_sizes
-        from pipeline.prompts import asked_pairs
         from pipeline.sources.ingest import corrections_fingerprint, source_fingerprints
 
         try:
@@ -97,16 +97,36 @@ class Inputs:
             # benchmark_corrections): the raw rows are parsed from the files alone, so a
             # correction does not parse them again
             files = self.observe("benchmark_files", benchmark, _digest(
-                source_fingerprints(paths.sources_file(), [benchmark])[benchmark], self._sources(benchmark)))
+                source_fingerprints(paths.sources_file(), [benchmark])[benchmark], self._entry(benchmark)))
             corrections = self.observe("benchmark_corrections", benchmark,
                                        corrections_fingerprint(paths.corrections_dir(), benchmark))
-            asked = sorted(asked_pairs(self._specs().values(), benchmark))   # the pairs its prompts are built for
-            sizes = ngram_sizes(paths.corpora_file())   # the n-gram sizes its contamination index is built for
-            value = _digest(self._base(), "prepare", files, corrections, asked, sizes)
+            # the settings the later stages read, observed as data too (prompt_settings,
+            # dedup_settings, index_settings)
+            settings = [self.observe("prompt_settings", benchmark, self._prompt_settings(benchmark)),
+                        self.observe("dedup_settings", benchmark, _digest(
+                            "dedup_settings", dataclasses.asdict(load_dedup_params(paths.sources_file())))),
+                        self.observe("index_settings", benchmark, _digest(
+                            "index_settings", ngram_sizes(paths.corpora_file())))]
+            value = _digest(self._base(), "prepare", files, corrections, settings)
             raw = _digest(self._base(), "prepare", files)
             return self._versioned({key: raw if key.to_user_string() == "raw_items" else value for key in keys})
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
             return {}
+
+    def _prompt_settings(self, benchmark: str) -> str:
+        """What the benchmark's variants and prompts read besides the items: the (variant,
+        setting) pairs models.yaml asks of it, the regional variants any model asks, and the
+        sources file's duplicate policy and the benchmark's quality policy and evaluated splits."""
+        from pipeline import paths, schema
+        from pipeline.config import load_duplicate_policy, load_sources
+        from pipeline.prompts import asked_pairs
+
+        specs = self._specs().values()
+        source = self._once("sources", lambda: load_sources(paths.sources_file())).get(benchmark)
+        return _digest("prompt_settings", sorted(asked_pairs(specs, benchmark)),
+                       sorted({v for spec in specs for v in spec.variants} - set(schema.VARIANTS)),
+                       load_duplicate_policy(paths.sources_file()),
+                       None if source is None else [source.quality, list(source.evaluate)])
 
     def evaluate(self, benchmark: str, model: str, keys) -> dict:
         try:
@@ -191,24 +211,36 @@ class Inputs:
             upstream = {key: dg.AssetSelection.assets(key).upstream().resolve(graph) - set(keys) for key in keys}
             latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
                       for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
-            sources = self._sources()   # dedup's parameters: contamination reads them
-            return self._versioned({key: _digest(self._base(), key.to_user_string(), sources, sorted(
+            # configuration observed as data (contamination reads dedup_settings): its latest observation
+            latest.update({parent: records[0].storage_id for parent in set().union(*upstream.values())
+                           if not graph.get(parent).is_materializable
+                           for records in [self.instance.fetch_observations(parent, limit=1).records] if records})
+            return self._versioned({key: _digest(self._base(), key.to_user_string(), sorted(
                 (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys})
         except Exception:  # noqa: BLE001 - as in prepare
             return {}
 
     def observe(self, asset: str, partition_key: str, version: str) -> str:
-        """Report an observation of the external asset `asset` with data version `version` when its
-        latest observation has another: Dagster's stale rule then sees configuration change as
-        wenheng does. Returns `version`."""
+        """Report an observation of the partition `partition_key` of the external asset `asset`
+        with data version `version` when its latest observation has another: Dagster's stale rule
+        then sees configuration change as wenheng does. Returns `version`."""
         import dagster as dg
 
-        latest = self.instance.fetch_observations(dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey(asset), asset_partitions=[partition_key]), limit=1).records
-        if not latest or latest[0].asset_observation.tags.get(_DATA_VERSION_TAG) != version:
+        if self.observed(asset, partition_key) != version:
             self.instance.report_runless_asset_event(dg.AssetObservation(
                 asset_key=asset, partition=partition_key, tags={_DATA_VERSION_TAG: version}))
+            self._cached[("observed", asset, partition_key)] = version
         return version
+
+    def observed(self, asset: str, partition_key: str) -> str | None:
+        """The data version of the latest observation of the partition `partition_key` of `asset`."""
+        import dagster as dg
+
+        def fetch() -> str | None:
+            latest = self.instance.fetch_observations(dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey(asset), asset_partitions=[partition_key]), limit=1).records
+            return latest[0].asset_observation.tags.get(_DATA_VERSION_TAG) if latest else None
+        return self._once(("observed", asset, partition_key), fetch)
 
     def data_version(self, asset: str, partition_key) -> str | None:
         import dagster as dg

@@ -13,7 +13,6 @@ import pytest
 from conftest import ROOT, write_yaml
 from test_prompts_linear import _sample_items, _synthetic, _variants
 
-from assets.items import PROMPTS_CODE_VERSION, prompts_code_version
 from pipeline.config import ModelSpec
 from pipeline.prompts import asked_pairs, build_prompt_columns, build_prompt_rows, protocol
 from pipeline.runner import run_pipeline
@@ -91,19 +90,6 @@ MODELS = """
 models:
   random: {engine: baseline, strategy: random, seed: 0}
 """
-
-
-def test_the_code_version_follows_the_pairs_models_yaml_asks(tmp_path):
-    def version(text: str) -> str:
-        return prompts_code_version(write_yaml(tmp_path / "models.yaml", text))
-
-    base = version(MODELS)
-    assert base.startswith(PROMPTS_CODE_VERSION + ".")
-    assert version(MODELS.replace("seed: 0", "seed: 1")) == base   # no other pair asked
-    assert version(MODELS + "  oracle: {engine: baseline, strategy: oracle}\n") == base
-    assert len({base, version(MODELS + "  other: {engine: baseline, strategy: random, variants: [traditional]}\n"),
-                version(MODELS.replace("seed: 0}", "seed: 0, settings: {aceval: [five_shot_ao]}}"))}) == 3
-    assert version("models: [") == PROMPTS_CODE_VERSION   # unreadable: the asset reports it when it runs
 
 
 def test_a_model_added_to_models_yaml_gets_its_rows_at_the_next_run(workdir, monkeypatch):

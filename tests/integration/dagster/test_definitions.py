@@ -45,7 +45,8 @@ def test_each_job_is_its_groups():
         return {key for key in graph.materializable_asset_keys if graph.get(key).group_name in groups}
 
     assert {key.to_user_string() for key in graph.external_asset_keys} == {
-        "benchmark_files", "benchmark_corrections", "model_settings", "corpus_files"}   # configuration, observed
+        "benchmark_files", "benchmark_corrections", "prompt_settings", "dedup_settings", "index_settings",
+        "model_settings", "corpus_files"}   # configuration, observed
 
     assert job_assets("prepare") == grouped(SOURCES, ITEMS)
     assert job_assets("evaluate") == grouped(EVALUATE) == job_assets("evaluate", partitioned=True)
@@ -132,7 +133,12 @@ def test_lineage_reads_left_to_right():
     assert parents("items") == {"raw_items", "benchmark_corrections"} and parents("quarantine") == {"raw_items"}
     assert parents("raw_items") == {"benchmark_files"}
     assert parents("corrections_audit") == {"items"}
-    assert parents("contamination") == parents("dedup_clusters") == {"items", "item_signatures"}
+    assert parents("contamination") == parents("dedup_clusters") == {"items", "item_signatures", "dedup_settings"}
+    # the settings each stage reads are its inputs, observed as data: not folded into code versions
+    assert parents("item_signatures") == {"items", "dedup_settings"}
+    assert parents("prompts") == {"items", "item_variants", "dedup_clusters", "prompt_settings"}
+    assert parents("item_variants") == {"items", "prompt_settings"}
+    assert parents("item_ngrams") == {"items", "index_settings"}
     deps = parents("warehouse")
     assert set(BASE_TABLES) <= deps | upstream(deps)
     assert not any(dep in upstream(deps - {dep}) for dep in deps)   # none implied by another

@@ -145,11 +145,39 @@ def test_a_changed_model_setting_is_seen_by_dagsters_own_rule_once_observed(buil
 
 def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     """A key of the sources file outside the benchmark's entry (dedup's parameters) is an input of
-    the item stages too."""
+    the dedup stages, observed as data (dedup_settings): once a plan has looked, Dagster's own rule
+    calls them stale with the definitions as loaded (no reload), and not the raw rows."""
+    from pipeline.run_inputs import Inputs
+
+    instance = dg.DagsterInstance.get()
     sources = built / "sources.yaml"
-    write_yaml(sources, "dedup: {threshold: 0.9}\n" + sources.read_text(encoding="utf-8"))
+    write_yaml(sources, "dedup: {threshold: 0.9}\n" + sources.read_text(encoding="utf-8"))   # the default
+    assert _run()[1] == {}   # the parameters did not change
+    write_yaml(sources, sources.read_text(encoding="utf-8").replace("0.9", "0.8"))
+    Inputs(instance, defs).prepare("aceval", [dg.AssetKey("items")])
+    stale = unsynced(instance, defs)[1]
+    assert {"item_signatures [aceval]", "dedup_clusters [aceval]", "contamination"} <= set(stale)
+    assert "raw_items [aceval]" not in stale and "items [aceval]" not in stale
     summary, runs = _run()
     assert ("prepare", "aceval") in runs and "prepare [aceval]" not in summary.up_to_date
+    assert unsynced(instance, defs)[1] == [] and _run()[1] == {}
+
+
+def test_a_pair_models_yaml_asks_is_seen_by_dagsters_own_rule_once_observed(built):
+    """The pairs models.yaml asks are observed as data (prompt_settings): a model asking the
+    traditional script makes the benchmark's variants and prompts stale by Dagster's rule, with the
+    definitions as loaded, and the rebuild leaves nothing unsynced."""
+    from pipeline.run_inputs import Inputs
+
+    instance = dg.DagsterInstance.get()
+    models = built / "models.yaml"
+    write_yaml(models, models.read_text(encoding="utf-8").replace("seed: 0}", "seed: 0, variants: [traditional]}"))
+    Inputs(instance, defs).prepare("aceval", [dg.AssetKey("prompts")])
+    stale = set(unsynced(instance, defs)[1])
+    assert {"item_variants [aceval]", "prompts [aceval]"} <= stale and "item_signatures [aceval]" not in stale
+    summary, runs = _run()
+    assert "prompts" in runs[("prepare", "aceval")]
+    assert unsynced(instance, defs)[1] == [] and _run()[1] == {}
 
 
 def _random_wywmt(workdir, samples, monkeypatch) -> dict[str, str]:

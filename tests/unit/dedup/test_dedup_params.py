@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from assets.items import _dedup_params, dedup_code_version
+from assets.items import _dedup_params
 from pipeline.config import ConfigError, load_dedup_params, load_sources
 from pipeline.config.sources import DEDUP_VALUES, DedupEntry
 from pipeline.dedup import DedupParams, item_signatures
@@ -82,15 +82,6 @@ def test_a_changed_parameter_changes_every_key_hash(field):
     after = [r["key_hash"] for r in item_signatures(items, dataclasses.replace(DedupParams(),
                                                                                **{field: CHANGED[field]}))[0]]
     assert len(before) == len(after) == 40 and not set(before) & set(after)
-
-
-def test_the_code_version_follows_the_parameters(tmp_path):
-    assert dedup_code_version("5", _sources(tmp_path)) == "5"   # the defaults: the code's own version
-    assert dedup_code_version("5", _sources(tmp_path, "dedup: {threshold: 0.9}\n")) == "5"
-    changed = dedup_code_version("5", _sources(tmp_path, "dedup: {threshold: 0.8}\n"))
-    other = dedup_code_version("5", _sources(tmp_path, "dedup: {threshold: 0.85}\n"))
-    assert changed.startswith("5.") and other.startswith("5.") and changed != other
-    assert dedup_code_version("5", _sources(tmp_path, "dedup: {threshold: 2}\n")) == "5"   # reported by the assets
 
 
 def test_the_assets_read_the_parameters_once_and_show_them(tmp_path):
