@@ -39,8 +39,8 @@ class Inputs:
                    (golds included), the judge's configuration
       scan         the data version of corpus_files, observed here (the corpus's entry, the
                    reference corpora's, their files: path, size, modification time; the scan
-                   engine; a remote corpus is always scanned), the latest materialization of the
-                   items and their index
+                   engine; a remote corpus is always scanned), the data versions of each
+                   benchmark's items and their index
       publish      per asset, the latest materialization of everything upstream of it outside the
                    run, observations of configuration included (contamination: dedup_settings)
     and each asset's code version, as the loaded definitions state it.
@@ -179,9 +179,7 @@ class Inputs:
             pd.read_parquet(partition_file(paths.lake_dir(), "items", benchmark), columns=MODEL_INPUTS.names), uses)))
 
     def scan(self, corpus: str, keys) -> dict:
-        import dagster as dg
-
-        from pipeline import paths
+        from pipeline import benchmarks, paths
         from pipeline.contamination.corpora import is_url, load_corpora, shard_paths
         from pipeline.settings import settings
 
@@ -195,10 +193,11 @@ class Inputs:
                      for stat in [os.stat(file)]]
             observed = self.observe("corpus_files", corpus, _digest(
                 [spec.model_dump() for spec in read], files, settings().scan_engine))
-            built = self.instance.get_asset_records([dg.AssetKey("items"), dg.AssetKey("item_ngrams")])
-            value = _digest(self._base(), "scan", observed, sorted((r.asset_entry.asset_key.to_user_string(),
-                                                                   r.asset_entry.last_materialization_storage_id)
-                                                                  for r in built))
+            # what the scan reads of the items and their index: their data versions (content), as
+            # Dagster's rule compares them, so a prepare that changed neither leaves the scan alone
+            built = [(asset, name, self.data_version(asset, name))
+                     for asset in ("items", "item_ngrams") for name in sorted(benchmarks.names())]
+            value = _digest(self._base(), "scan", observed, built)
             return self._versioned(dict.fromkeys(keys, value))
         except Exception:  # noqa: BLE001 - as in prepare
             return {}

@@ -40,9 +40,9 @@ def built(workdir, monkeypatch):
     return workdir
 
 
-def _run(models=("random", "oracle")):
+def _run(models=("random", "oracle"), corpora=()):
     """run_pipeline on aceval; returns its summary and its Dagster runs, (job, partition) -> assets."""
-    summary = run_pipeline(["aceval"], list(models), log=lambda _: None)
+    summary = run_pipeline(["aceval"], list(models), log=lambda _: None, corpora=list(corpora))
     assert summary.ok
     runs = dg.DagsterInstance.get().get_runs(filters=dg.RunsFilter(tags={RUN_TAG: summary.run_tag}))
     return summary, {(run.job_name, run.tags.get("dagster/partition")):
@@ -146,10 +146,12 @@ def test_a_changed_model_setting_is_seen_by_dagsters_own_rule_once_observed(buil
 def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     """A key of the sources file outside the benchmark's entry (dedup's parameters) is an input of
     the dedup stages, observed as data (dedup_settings): once a plan has looked, Dagster's own rule
-    calls them stale with the definitions as loaded (no reload), and not the raw rows."""
+    calls them stale with the definitions as loaded (no reload), and not the raw rows. A corpus
+    scan reads the items' and their index's content, which did not change: it is not run again."""
     from pipeline.run_inputs import Inputs
 
     instance = dg.DagsterInstance.get()
+    assert ("scan", "sample-web") in _run(corpora=["sample-web"])[1]   # the default corpus, scanned once
     sources = built / "sources.yaml"
     write_yaml(sources, "dedup: {threshold: 0.9}\n" + sources.read_text(encoding="utf-8"))   # the default
     assert _run()[1] == {}   # the parameters did not change
@@ -158,9 +160,10 @@ def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     stale = unsynced(instance, defs)[1]
     assert {"item_signatures [aceval]", "dedup_clusters [aceval]", "contamination"} <= set(stale)
     assert "raw_items [aceval]" not in stale and "items [aceval]" not in stale
-    summary, runs = _run()
+    summary, runs = _run(corpora=["sample-web"])
     assert ("prepare", "aceval") in runs and "prepare [aceval]" not in summary.up_to_date
-    assert unsynced(instance, defs)[1] == [] and _run()[1] == {}
+    assert not any(job == "scan" for job, _ in runs) and "scan [sample-web]" in summary.up_to_date
+    assert unsynced(instance, defs)[1] == [] and _run(corpora=["sample-web"])[1] == {}
 
 
 def test_a_pair_models_yaml_asks_is_seen_by_dagsters_own_rule_once_observed(built):
