@@ -23,12 +23,11 @@ class Inputs:
 
     Every fingerprint holds wenheng's code (each file of pipeline/, assets/, resources/, sql/ and
     the extra card folders) and the settings that change outputs (_base). Besides:
-      prepare      the data versions of configuration observed here: benchmark_files (the
-                   benchmark's entry in the sources file and its source files), benchmark_corrections
-                   (its corrections), prompt_settings (the pairs models.yaml asks, the duplicate and
-                   quality policies, the evaluated splits), dedup_settings (`dedup:`) and
-                   index_settings (corpora.yaml's n-gram sizes); raw_items: the files alone, as
-                   corrections and settings apply after it
+      prepare      the data versions of the configuration upstream of the stage, observed here:
+                   benchmark_files (the benchmark's entry in the sources file and its source
+                   files), benchmark_corrections (its corrections), prompt_settings (the pairs
+                   models.yaml asks, the duplicate and quality policies, the evaluated splits),
+                   dedup_settings (`dedup:`) and index_settings (corpora.yaml's n-gram sizes)
       model_inputs the items' data version, and which golds the model's answers read (gold_use)
       responses    the data version of the benchmark's prompts; the content of model_inputs (ids,
                    tasks, formats, options, metadata; golds only where the answers read them: the
@@ -93,25 +92,36 @@ class Inputs:
         from pipeline.sources.ingest import corrections_fingerprint, source_fingerprints
 
         try:
-            # the benchmark's files and its corrections, observed as data (benchmark_files and
-            # benchmark_corrections): the raw rows are parsed from the files alone, so a
-            # correction does not parse them again
-            files = self.observe("benchmark_files", benchmark, _digest(
-                source_fingerprints(paths.sources_file(), [benchmark])[benchmark], self._entry(benchmark)))
-            corrections = self.observe("benchmark_corrections", benchmark,
-                                       corrections_fingerprint(paths.corrections_dir(), benchmark))
-            # the settings the later stages read, observed as data too (prompt_settings,
-            # dedup_settings, index_settings)
-            settings = [self.observe("prompt_settings", benchmark, self._prompt_settings(benchmark)),
-                        self.observe("dedup_settings", benchmark, _digest(
-                            "dedup_settings", dataclasses.asdict(load_dedup_params(paths.sources_file())))),
-                        self.observe("index_settings", benchmark, _digest(
-                            "index_settings", ngram_sizes(paths.corpora_file())))]
-            value = _digest(self._base(), "prepare", files, corrections, settings)
-            raw = _digest(self._base(), "prepare", files)
-            return self._versioned({key: raw if key.to_user_string() == "raw_items" else value for key in keys})
+            # the configuration each stage reads, observed as data: the benchmark's files and its
+            # corrections, and the settings of the later stages
+            observed = {
+                "benchmark_files": self.observe("benchmark_files", benchmark, _digest(
+                    source_fingerprints(paths.sources_file(), [benchmark])[benchmark], self._entry(benchmark))),
+                "benchmark_corrections": self.observe("benchmark_corrections", benchmark,
+                                                      corrections_fingerprint(paths.corrections_dir(), benchmark)),
+                "prompt_settings": self.observe("prompt_settings", benchmark, self._prompt_settings(benchmark)),
+                "dedup_settings": self.observe("dedup_settings", benchmark, _digest(
+                    "dedup_settings", dataclasses.asdict(load_dedup_params(paths.sources_file())))),
+                "index_settings": self.observe("index_settings", benchmark, _digest(
+                    "index_settings", ngram_sizes(paths.corpora_file())))}
+            # each stage's fingerprint holds the configuration upstream of it, and no other: the raw
+            # rows are parsed from the files alone, a dedup setting leaves the variants alone
+            return self._versioned({key: _digest(self._base(), "prepare", [
+                (name, observed[name]) for name in self._upstream(key) if name in observed]) for key in keys})
         except Exception:  # noqa: BLE001 - the run reads the same inputs and reports the problem
             return {}
+
+    def _upstream(self, key) -> list[str]:
+        """The names of the assets upstream of `key` in the loaded definitions, the observed ones
+        included (an asset selection's `upstream()` resolves to materializable assets only)."""
+        def compute() -> list[str]:
+            graph, seen, todo = self.defs.resolve_asset_graph(), set(), [key]
+            while todo:
+                for parent in graph.get(todo.pop()).parent_keys - seen:
+                    seen.add(parent)
+                    todo.append(parent)
+            return sorted(k.to_user_string() for k in seen)
+        return self._once(("upstream", key), compute)
 
     def _prompt_settings(self, benchmark: str) -> str:
         """What the benchmark's variants and prompts read besides the items: the (variant,
@@ -207,7 +217,8 @@ class Inputs:
 
         try:
             graph = self.defs.resolve_asset_graph()
-            upstream = {key: dg.AssetSelection.assets(key).upstream().resolve(graph) - set(keys) for key in keys}
+            upstream = {key: {dg.AssetKey.from_user_string(name) for name in self._upstream(key)} - set(keys)
+                        for key in keys}
             latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
                       for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
             # configuration observed as data (contamination reads dedup_settings): its latest observation

@@ -122,11 +122,11 @@ def plan(inputs: Inputs, phases: Phases, job: str, partition, force: bool = Fals
     else:
         prints = inputs.publish(keys)
     todo = frozenset(keys) if force else frozenset(keys) - inputs.up_to_date(keys, partition, prints)
-    if todo and job == "scan":
-        todo = frozenset(keys)   # whole or not at all: a scan is one multi-asset that cannot be split
-    # prepare: every stage has the same inputs but raw_items, which has no corrections among them,
-    # so a correction rebuilds all but the parse of the source files
-    return Planned(job, partition, todo, prints)
+    # whole or not at all: a multi-asset that cannot be split (the items' standardization, a scan)
+    # runs every asset of it
+    graph = inputs.defs.resolve_asset_graph()
+    todo |= {k for key in todo for k in graph.get_execution_set_asset_and_check_keys(key) if k in keys}
+    return Planned(job, partition, frozenset(todo), prints)
 
 
 def next_wave(inputs: Inputs, phases: Phases, benchmarks: list[str], models: list[str],

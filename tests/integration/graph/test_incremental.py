@@ -161,7 +161,9 @@ def test_a_changed_setting_of_the_sources_file_rebuilds_the_items(built):
     assert {"item_signatures [aceval]", "dedup_clusters [aceval]", "contamination"} <= set(stale)
     assert "raw_items [aceval]" not in stale and "items [aceval]" not in stale
     summary, runs = _run(corpora=["sample-web"])
-    assert ("prepare", "aceval") in runs and "prepare [aceval]" not in summary.up_to_date
+    # each stage's fingerprint holds the configuration upstream of it: what reads the clusters runs
+    assert runs[("prepare", "aceval")] == {"item_signatures", "dedup_clusters", "prompts"}
+    assert "contamination" in runs[("publish", None)]
     assert not any(job == "scan" for job, _ in runs) and "scan [sample-web]" in summary.up_to_date
     assert unsynced(instance, defs)[1] == [] and _run(corpora=["sample-web"])[1] == {}
 
@@ -179,7 +181,7 @@ def test_a_pair_models_yaml_asks_is_seen_by_dagsters_own_rule_once_observed(buil
     stale = set(unsynced(instance, defs)[1])
     assert {"item_variants [aceval]", "prompts [aceval]"} <= stale and "item_signatures [aceval]" not in stale
     summary, runs = _run()
-    assert "prompts" in runs[("prepare", "aceval")]
+    assert runs[("prepare", "aceval")] == {"item_variants", "prompts"}
     assert unsynced(instance, defs)[1] == [] and _run()[1] == {}
 
 
