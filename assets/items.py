@@ -235,11 +235,10 @@ def item_variants(context: dg.AssetExecutionContext, items: Frame, models: Model
     build are reused for items whose text is unchanged; only new or edited items are converted."""
     import pyarrow.parquet as pq
 
-    from pipeline import schema
+    from pipeline.prompts import variants_built
     from pipeline.script import variants_table
 
-    wanted = list(schema.VARIANTS) + sorted({v for spec in models.specs().values() for v in spec.variants}
-                                            - set(schema.VARIANTS))
+    wanted = variants_built(models.specs().values())
     previous_file = partition_file(paths.lake_dir(), "item_variants", context.partition_key)
     previous = pq.read_table(previous_file) if previous_file.is_file() else None
     table, counts = variants_table(items, wanted, previous)   # a few large OpenCC calls per variant

@@ -35,6 +35,14 @@ def asked_pairs(models: Iterable[Any], benchmark: str) -> set[tuple[str, str]]:
             for variant in spec.variants}
 
 
+def variants_built(models: Iterable[Any]) -> list[str]:
+    """The script variants built for every item: the stored, simplified and traditional ones, then
+    any regional form some model asks (traditional_tw / traditional_hk). `models`: ModelSpecs."""
+    from pipeline.schema import VARIANTS
+
+    return list(VARIANTS) + sorted({v for spec in models for v in spec.variants} - set(VARIANTS))
+
+
 def options_text(choices: list[str]) -> str:
     return "\n".join(f"{OPTION_LETTERS[i]}. {c}" for i, c in enumerate(choices))
 

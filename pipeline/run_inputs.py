@@ -114,27 +114,21 @@ class Inputs:
     def _upstream(self, key) -> list[str]:
         """The names of the assets upstream of `key` in the loaded definitions, the observed ones
         included (an asset selection's `upstream()` resolves to materializable assets only)."""
-        def compute() -> list[str]:
-            graph, seen, todo = self.defs.resolve_asset_graph(), set(), [key]
-            while todo:
-                for parent in graph.get(todo.pop()).parent_keys - seen:
-                    seen.add(parent)
-                    todo.append(parent)
-            return sorted(k.to_user_string() for k in seen)
-        return self._once(("upstream", key), compute)
+        graph = self.defs.resolve_asset_graph()
+        return self._once(("upstream", key), lambda: sorted(
+            k.to_user_string() for k in graph.get_ancestor_asset_keys(key)))
 
     def _prompt_settings(self, benchmark: str) -> str:
         """What the benchmark's variants and prompts read besides the items: the (variant,
         setting) pairs models.yaml asks of it, the regional variants any model asks, and the
         sources file's duplicate policy and the benchmark's quality policy and evaluated splits."""
-        from pipeline import paths, schema
+        from pipeline import paths
         from pipeline.config import load_duplicate_policy, load_sources
-        from pipeline.prompts import asked_pairs
+        from pipeline.prompts import asked_pairs, variants_built
 
         specs = self._specs().values()
         source = self._once("sources", lambda: load_sources(paths.sources_file())).get(benchmark)
-        return _digest("prompt_settings", sorted(asked_pairs(specs, benchmark)),
-                       sorted({v for spec in specs for v in spec.variants} - set(schema.VARIANTS)),
+        return _digest("prompt_settings", sorted(asked_pairs(specs, benchmark)), variants_built(specs),
                        load_duplicate_policy(paths.sources_file()),
                        None if source is None else [source.quality, list(source.evaluate)])
 
@@ -222,9 +216,9 @@ class Inputs:
             latest = {record.asset_entry.asset_key: record.asset_entry.last_materialization_storage_id
                       for record in self.instance.get_asset_records(sorted(set().union(*upstream.values())))}
             # configuration observed as data (contamination reads dedup_settings): its latest observation
-            latest.update({parent: records[0].storage_id for parent in set().union(*upstream.values())
-                           if not graph.get(parent).is_materializable
-                           for records in [self.instance.fetch_observations(parent, limit=1).records] if records})
+            for parent in {key for key in set().union(*upstream.values()) if not graph.get(key).is_materializable}:
+                records = self.instance.fetch_observations(parent, limit=1).records
+                latest[parent] = records[0].storage_id if records else None
             return self._versioned({key: _digest(self._base(), key.to_user_string(), sorted(
                 (parent.to_user_string(), latest.get(parent)) for parent in upstream[key])) for key in keys})
         except Exception:  # noqa: BLE001 - as in prepare

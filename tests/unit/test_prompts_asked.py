@@ -14,7 +14,7 @@ from conftest import ROOT, write_yaml
 from test_prompts_linear import _sample_items, _synthetic, _variants
 
 from pipeline.config import ModelSpec
-from pipeline.prompts import asked_pairs, build_prompt_columns, build_prompt_rows, protocol
+from pipeline.prompts import asked_pairs, build_prompt_columns, build_prompt_rows, protocol, variants_built
 from pipeline.runner import run_pipeline
 from pipeline.schema import PROMPTS, VARIANTS, to_frame
 
@@ -84,6 +84,13 @@ def test_asked_pairs_are_each_models_variants_times_its_settings():
         (v, s) for v in ("simplified", "traditional") for s in ("five_shot_ao", "zero_shot_cot")}
     assert asked_pairs([scripts], "wyweb") == {(v, s) for v in ("simplified", "traditional")
                                                for s in protocol("wyweb").default_settings}
+
+
+def test_every_item_gets_the_three_scripts_and_the_regional_forms_a_model_asks():
+    plain = ModelSpec("a", "baseline")
+    regional = ModelSpec("b", "baseline", variants=("traditional_tw", "simplified"))
+    assert variants_built([plain]) == list(VARIANTS)
+    assert variants_built([plain, regional]) == [*VARIANTS, "traditional_tw"]
 
 
 MODELS = """
