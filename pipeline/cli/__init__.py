@@ -10,6 +10,9 @@ the log lines of the libraries it runs go to the run's log file (`--verbose`: to
   __init__.py   the parser and the dispatch, one line per mistake
   run.py        `wenheng run`
   commands.py   the commands that read the warehouse or the configuration
+  contamination.py   `wenheng contamination scan` and `report`
+  cache.py      `wenheng cache info` and `prune`
+  guarded.py    the one guarded sequence of `run` and `contamination scan`
   output.py     one-line errors, wenheng's own lines, plain tables"""
 
 from __future__ import annotations
@@ -88,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run(sub)
     _add_read_commands(sub)
     add_cache_parser(sub)
-    from pipeline.contamination.commands import add_parser as add_contamination
+    from pipeline.cli.contamination import add_parser as add_contamination
     add_contamination(sub)
     return parser
 

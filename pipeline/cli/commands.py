@@ -163,7 +163,7 @@ def _sql_text(sql: str) -> str:
 
 
 def contamination(args: argparse.Namespace) -> int:
-    from pipeline.contamination.commands import main as contamination_main
+    from pipeline.cli.contamination import main as contamination_main
 
     return contamination_main(args)
 

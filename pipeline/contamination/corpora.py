@@ -167,7 +167,7 @@ def _parse_entries(file: Path, data: dict) -> dict[str, CorpusSpec]:
         where = f"{file}: corpora.{name}"
         problems += [f"{where}: {line}" for line in check_name(str(name))]
         try:
-            spec = spec.model_copy(update={"paths": [_absolute(p, file.parent) for p in spec.paths]})
+            spec = spec.model_copy(update={"paths": [absolute_path(p, file.parent) for p in spec.paths]})
         except ConfigError as exc:
             problems.append(f"{where}: {exc}")
             continue
@@ -197,7 +197,7 @@ def is_url(path: str) -> bool:
     return "://" in path
 
 
-def _absolute(path: str, base: Path) -> str:
+def absolute_path(path: str, base: Path) -> str:
     """`path` made absolute (symlinks resolved), relative to `base`; a symlink loop is a ConfigError."""
     if is_url(path):
         return path

@@ -293,7 +293,7 @@ def test_ray_log_env_is_quiet_unless_verbose(monkeypatch):
 def test_scan_prepares_only_with_sources_or_when_nothing_is_built(tmp_path, monkeypatch):
     from conftest import ROOT
 
-    from pipeline.contamination.commands import _unprepared
+    from pipeline.cli.contamination import _unprepared
 
     samples = ROOT / "data" / "samples"
     sources = tmp_path / "sources.yaml"

@@ -84,10 +84,10 @@ def _default_name(path: str) -> str:
 
 
 def _adhoc_spec(args: argparse.Namespace):
-    from pipeline.contamination.corpora import CorpusSpec, _absolute, check_spec, check_url, format_of, shard_paths
+    from pipeline.contamination.corpora import CorpusSpec, absolute_path, check_spec, check_url, format_of, shard_paths
 
     try:
-        absolute = [_absolute(p, Path.cwd()) for p in args.paths]
+        absolute = [absolute_path(p, Path.cwd()) for p in args.paths]
     except ConfigError as exc:
         raise ConfigError(f"contamination scan: {exc}") from None
     urls = [line for p in absolute for line in check_url(p)] if any("://" in p for p in absolute) else []
