@@ -79,8 +79,8 @@ def content_version(frame: "pd.DataFrame", columns: list[str] | None = None) -> 
 )
 def raw_items(context: dg.AssetExecutionContext, sources: SourcesResource):
     from pipeline import schema
+    from pipeline.ingest import parse_source
     from pipeline.sources.accounting import rows_accounted
-    from pipeline.sources.ingest import parse_source
 
     benchmark = context.partition_key
     specs = load_sources(sources.path())

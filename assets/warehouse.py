@@ -17,7 +17,7 @@ from resources.engines import WarehouseResource
 if TYPE_CHECKING:
     import pandas as pd
 
-    from pipeline.benchmarks.benchmark_card import BenchmarkCard
+    from pipeline.benchmark_card import BenchmarkCard
 
 # the side reports no other asset reads
 SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_overlap", "corpus_quarantine",

@@ -160,7 +160,7 @@ def benchmark_items(upstream: Path) -> list[dict]:
     from prepare import sources
 
     from pipeline import paths
-    from pipeline.sources.ingest import parse_source
+    from pipeline.ingest import parse_source
     from pipeline.standardize import build_items
 
     items = []

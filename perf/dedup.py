@@ -33,7 +33,7 @@ from pipeline.dedup import DedupParams, analyse, cluster, item_signatures
 from pipeline.dedup.keys import item_text
 from pipeline.dedup.minhash import candidate_pairs, lsh_bands, shingle_hashes, signatures, verified_pairs
 from pipeline.dedup.signatures import clusters_from_signatures, contamination_from_signatures
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 from pipeline.standardize import standardize
 
 ROOT = Path(__file__).resolve().parent.parent

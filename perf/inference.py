@@ -35,10 +35,10 @@ from pathlib import Path
 def sample_prompts() -> list[str]:
     from pipeline import paths
     from pipeline.config import load_sources
+    from pipeline.ingest import parse_source
     from pipeline.prompts import build_prompt_rows
     from pipeline.schema import VARIANTS
     from pipeline.script import make_variant
-    from pipeline.sources.ingest import parse_source
     from pipeline.standardize import standardize
 
     raw = [item for spec in load_sources(paths.sources_file()).values() for item in parse_source(spec).items]

@@ -25,7 +25,7 @@ SOURCES = {  # benchmark -> path under the upstream folder
 
 def run_once(upstream: Path) -> dict[str, dict[str, float]]:
     from pipeline.config import SourceSpec
-    from pipeline.sources.ingest import parse_source
+    from pipeline.ingest import parse_source
     from pipeline.standardize import standardize
 
     figures = {}

@@ -174,7 +174,7 @@ def child(path: Path) -> None:
 
     from pipeline.config import SourceSpec
     from pipeline.dedup import cluster
-    from pipeline.sources.ingest import parse_source
+    from pipeline.ingest import parse_source
     from pipeline.standardize import standardize
     stage("imports")
     result = parse_source(SourceSpec("wenmind", path, "synthetic"))

@@ -146,9 +146,9 @@ def prepare(specs: dict, pad_to: int = 0, stages: Stages | None = None, before=N
     from pipeline import paths, schema
     from pipeline.dedup import DedupParams, cluster, evaluation_items
     from pipeline.dedup.policy import quality_items
+    from pipeline.ingest import parse_source
     from pipeline.prompts import build_prompt_rows
     from pipeline.script import make_variant, make_variants
-    from pipeline.sources.ingest import parse_source
     from pipeline.standardize import build_items
 
     tick = stages or Stages()

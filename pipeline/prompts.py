@@ -9,8 +9,8 @@ from itertools import islice
 from json.encoder import encode_basestring
 from typing import Any
 
+from pipeline.benchmark_card import Protocol, Setting
 from pipeline.benchmarks import card
-from pipeline.benchmarks.benchmark_card import Protocol, Setting
 from pipeline.rows import OPTION_LETTERS, stable_hash
 
 

@@ -89,7 +89,7 @@ class Inputs:
         from pipeline import paths
         from pipeline.config import load_dedup_params
         from pipeline.contamination.corpora import ngram_sizes
-        from pipeline.sources.ingest import corrections_fingerprint, source_fingerprints
+        from pipeline.ingest import corrections_fingerprint, source_fingerprints
 
         try:
             # the configuration each stage reads, observed as data: the benchmark's files and its

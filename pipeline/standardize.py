@@ -93,7 +93,7 @@ def all_quarantined(benchmark: str, items: list[dict[str, Any]], quarantine: lis
                     allow_empty: bool) -> str | None:
     """One line when a benchmark's rows were all quarantined (no item left to ask), unless its
     sources entry says `allow_empty: true`; None otherwise (an empty source is refused earlier,
-    in pipeline/sources/ingest.py)."""
+    in pipeline/ingest.py)."""
     if items or not quarantine or allow_empty:
         return None
     first = quarantine[0]

@@ -1,4 +1,4 @@
-"""The benchmark registry: every card folder in this package (see pipeline/benchmarks/benchmark_card.py),
+"""The benchmark registry: every card folder in this package (see pipeline/benchmark_card.py),
 the five papers' first in REGISTRY's order, any other after them by name: a new benchmark is its
 folder alone.
 
@@ -25,7 +25,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipeline.benchmarks.benchmark_card import BenchmarkCard
+    from pipeline.benchmark_card import BenchmarkCard
 
 # The order the papers' cards are listed and shown in (leaderboard, reports).
 REGISTRY = (

@@ -104,11 +104,11 @@ class ModelEntry(Entry):
     @field_validator("settings")
     @classmethod
     def _settings_in_protocol(cls, settings: dict[str, list[str]]) -> dict[str, list[str]]:
-        from pipeline.prompts import protocol
+        from pipeline.benchmarks import card
 
         found = []
         for bench, chosen in settings.items():
-            known = list(protocol(bench).settings)
+            known = list(card(bench).protocol.settings)
             unknown = [s for s in chosen if s not in known]
             if unknown:
                 found.append(((bench,), f"unknown settings {unknown}; the {bench} protocol has {', '.join(known)}"))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from pipeline.config import ModelSpec
 from pipeline.engines import engine_class
+
+if TYPE_CHECKING:   # the configuration is read above the engines, which only take its entries
+    from pipeline.config import ModelSpec
 
 _kept = 0   # how many keep_engines blocks are open in this process
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pipeline.config import ReliabilitySpec
 from pipeline.schema import stable_hash
+
+if TYPE_CHECKING:   # the configuration is read above the judge, which only takes its entries
+    from pipeline.config import ReliabilitySpec
 
 ALL = "(all)"
 EXACT_RULES = ("option", "option_multi", "label")   # rule scorers that read an exact answer

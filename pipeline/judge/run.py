@@ -15,15 +15,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pipeline.benchmarks import card
-from pipeline.config import JudgeSpec
 from pipeline.engines import Engine, Request
 from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.judge.prompts import OFFICIAL, Judged, NotJudged, PromptSet, load_card_prompts, load_official
 from pipeline.judge.verdicts import CHOICES, SCHEMAS, Unparseable, Verdict, parse
 from pipeline.redact import redact
+
+if TYPE_CHECKING:   # the configuration is read above the judge, which only takes its entries
+    from pipeline.config import JudgeSpec
 
 RESPONSE_KEYS = ("item_id", "benchmark", "variant", "setting", "model")
 TEXT_KEPT = 300   # characters of a failed attempt's text kept in details

@@ -1,7 +1,7 @@
 """Where a benchmark's files lie under its configured `path`, and which splits they hold: each card
 declares its `Layout` (`BenchmarkCard.layout`); this module checks a source against it, what
 `wenheng run` does before any stage (pipeline.config.load_config) and ingestion again once a `url`
-source is downloaded (pipeline.sources.ingest.parse_source).
+source is downloaded (pipeline.ingest.parse_source).
 
 A layout only looks at names (and a side file such as AC-EVAL's small subject_mapping.json):
 nothing is parsed, so the check costs a few directory listings however large the files are. A

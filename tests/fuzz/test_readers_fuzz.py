@@ -44,8 +44,8 @@ from pipeline.contamination.index import Lookup
 from pipeline.contamination.ngrams import keyed
 from pipeline.contamination.reading import Reading, scan_bytes
 from pipeline.contamination.scan import MATCHES, Documents, FileStats, ShardError, parse_parquet_batch
+from pipeline.ingest import parse_source
 from pipeline.sources.accounting import FileUnreadable, SourceError, rows_accounted
-from pipeline.sources.ingest import parse_source
 from pipeline.sources.json_array import read_json_array
 
 SAMPLES = ROOT / "data" / "samples"

@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 
 from pipeline import benchmarks, schema
 from pipeline.config import SourceSpec
+from pipeline.ingest import parse_source
 from pipeline.schema import OPTION_LETTERS
 from pipeline.scoring import extract, format_rules, gelv, labeling
 from pipeline.scoring.rules import SCORERS, score_response, scorer_name
-from pipeline.sources.ingest import parse_source
 
 # --- responses ----------------------------------------------------------------------------------
 

@@ -15,8 +15,8 @@ from conftest import ROOT, write_yaml
 
 from pipeline import benchmarks, schema
 from pipeline.config import SourceSpec
+from pipeline.ingest import parse_source
 from pipeline.sources.accounting import MERGED_ROWS, rows_accounted
-from pipeline.sources.ingest import parse_source
 from pipeline.sources.text import MAX_FIELD_CHARS
 
 CORPUS = Path(__file__).parent / "corpus"

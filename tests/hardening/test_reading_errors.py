@@ -19,9 +19,9 @@ from pipeline.config import SourceSpec
 from pipeline.contamination import engines, fields
 from pipeline.contamination.corpora import CorpusSpec
 from pipeline.contamination.index import build_index
+from pipeline.ingest import parse_source
 from pipeline.sources import text
 from pipeline.sources.accounting import SourceError
-from pipeline.sources.ingest import parse_source
 
 SAMPLES = ROOT / "data" / "samples"
 PASSAGE = "北冥有鱼，其名为鲲。鲲之大，不知其几千里也；化而为鸟，其名为鹏。"

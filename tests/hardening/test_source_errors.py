@@ -14,8 +14,8 @@ from conftest import ROOT, write_yaml
 
 from pipeline import cli
 from pipeline.config import SourceSpec
+from pipeline.ingest import parse_source
 from pipeline.sources.accounting import SourceError
-from pipeline.sources.ingest import parse_source
 
 CORPUS = Path(__file__).parent / "corpus" / "aceval"
 WENMIND = ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json"

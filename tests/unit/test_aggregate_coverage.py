@@ -319,7 +319,7 @@ def test_a_sampled_run_counts_the_items_asked_only(tmp_path):
 def real_wyweb(tmp_path_factory):
     from pipeline.config import SourceSpec
     from pipeline.dedup.policy import quality_items
-    from pipeline.sources.ingest import parse_source
+    from pipeline.ingest import parse_source
     from pipeline.standardize import standardize
 
     parsed = parse_source(SourceSpec("wyweb", upstream("wyweb"), "public"))

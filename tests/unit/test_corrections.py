@@ -16,8 +16,8 @@ from pipeline.corrections import (
     diff_versions,
     load_corrections,
 )
+from pipeline.ingest import parse_source
 from pipeline.schema import CORRECTIONS_AUDIT, to_frame
-from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 

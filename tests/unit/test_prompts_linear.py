@@ -7,7 +7,7 @@ once, in pipeline/prompts.py or a card's protocol.yaml, and the golden files are
 what any build keeps whatever the rules say: the columns are the rows, each prompt is `render`'s
 for the item and the examples it shows, those are other exemplars of the item's task (in file
 order), then of its level, and shots fit the prompt budget. `limit` picks items round-robin over
-tasks. Protocols are typed (pipeline/benchmarks/benchmark_card.py), with `extends:`.
+tasks. Protocols are typed (pipeline/benchmark_card.py), with `extends:`.
 
 The golden files are written by
     .venv/bin/python tests/unit/test_prompts_linear.py --write
@@ -33,9 +33,10 @@ if str(TESTS) not in sys.path:   # run as a script
     sys.path.insert(0, str(TESTS))
 from conftest import upstream  # noqa: E402
 
+from pipeline.benchmark_card import read_protocol  # noqa: E402
 from pipeline.benchmarks import card  # noqa: E402
-from pipeline.benchmarks.benchmark_card import read_protocol  # noqa: E402
 from pipeline.config import ConfigError, SourceSpec, load_sources  # noqa: E402
+from pipeline.ingest import parse_source  # noqa: E402
 from pipeline.prompts import (  # noqa: E402
     _user_turn_hash,
     build_prompt_columns,
@@ -46,7 +47,6 @@ from pipeline.prompts import (  # noqa: E402
 )
 from pipeline.schema import PROMPTS, VARIANTS, stable_hash, stable_json, to_frame  # noqa: E402
 from pipeline.script import make_variant  # noqa: E402
-from pipeline.sources.ingest import parse_source  # noqa: E402
 from pipeline.standardize import standardize  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

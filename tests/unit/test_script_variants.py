@@ -15,6 +15,7 @@ from conftest import upstream
 from pipeline import script
 from pipeline.config import SourceSpec, load_sources
 from pipeline.dedup.keys import item_text
+from pipeline.ingest import parse_source
 from pipeline.schema import ITEM_VARIANTS, ITEMS, VARIANTS, derive_fields, to_frame
 from pipeline.script import (
     VARIANT_CONFIGS,
@@ -25,7 +26,6 @@ from pipeline.script import (
     make_variant,
     make_variants,
 )
-from pipeline.sources.ingest import parse_source
 from pipeline.standardize import derive_all, standardize
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,8 @@
 """AC-EVAL (Wei et al., 2024): 13 multiple-choice subjects on ancient Chinese in three levels
 (general historical knowledge, short- and long-text understanding); test answers withheld."""
 
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.aceval.adapter import LAYOUT, parse, submission
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
 from pipeline.contamination.passages import quoted_passages
 
 CARD = BenchmarkCard(

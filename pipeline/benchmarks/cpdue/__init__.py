@@ -2,7 +2,7 @@
 style, word selection, allusions, overall quality), all single-choice; AU asks its three questions
 in one prompt, answered with three letters."""
 
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.cpdue.adapter import parse
 from pipeline.contamination.passages import classical
 from pipeline.sources.layout import JSONL

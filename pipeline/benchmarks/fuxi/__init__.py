@@ -1,7 +1,7 @@
 """Fùxì (Zhao et al., 2024): 21 understanding and generation tasks on classical Chinese; accuracy, BLEU, an LLM
 judge, and format rules for couplets and ci (tone, rhyme and cipai tables: pipeline/scoring/format_rules.py)."""
 
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.fuxi.adapter import TASKS, parse
 from pipeline.contamination.passages import classical
 from pipeline.sources.layout import JSONL

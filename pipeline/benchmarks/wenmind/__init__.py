@@ -1,7 +1,7 @@
 """WenMind (Cao et al., NeurIPS 2024 Datasets and Benchmarks): 4,875 questions in 42 fine tasks,
 26 coarse tasks, 3 domains and 3 capabilities; MCQ, QA and fill-in-the-blank."""
 
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wenmind.adapter import LAYOUT, parse
 from pipeline.benchmarks.wenmind.official_prompts import OFFICIAL_JUDGE_PROMPTS
 from pipeline.contamination.passages import classical

@@ -1,7 +1,7 @@
 """WYWEB (Zhou et al., ACL Findings 2023): nine classical-Chinese NLP tasks (classification,
 sequence labeling, reading comprehension, translation), verbalised for generative models."""
 
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.benchmarks.wyweb.adapter import LAYOUT, parse
 
 CARD = BenchmarkCard(

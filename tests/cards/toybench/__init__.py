@@ -2,7 +2,7 @@
 its sample file. tests/integration/graph/test_extra_card.py registers it through WENHENG_CARDS
 and runs it through the whole graph; nothing outside this folder names it."""
 
-from pipeline.benchmarks.benchmark_card import BenchmarkCard
+from pipeline.benchmark_card import BenchmarkCard
 from pipeline.config import SourceSpec
 from pipeline.sources.accounting import ParseResult
 from pipeline.sources.jsonl import parse_files, record_id

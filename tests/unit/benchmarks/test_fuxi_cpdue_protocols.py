@@ -16,9 +16,9 @@ from pipeline.engines import Request
 from pipeline.engines.baseline import BaselineEngine
 from pipeline.engines.cache import ResponseCache, run_with_cache
 from pipeline.inference import give_golds, plan, response_rows
+from pipeline.ingest import parse_source
 from pipeline.prompts import build_prompt_rows, render
 from pipeline.scoring.rules import score_response, score_rows
-from pipeline.sources.ingest import parse_source
 
 SAMPLES = ROOT / "data" / "samples"
 

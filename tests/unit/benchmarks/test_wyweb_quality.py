@@ -15,9 +15,9 @@ from pipeline.config import ConfigError, SourceSpec, load_sources
 from pipeline.dedup import cluster, conflicting_clusters
 from pipeline.dedup.keys import match_keys
 from pipeline.dedup.policy import option_quality_flags, quality_flags, quality_items, quality_report
+from pipeline.ingest import parse_source
 from pipeline.scoring.rules import score_response
 from pipeline.sources.accounting import rows_accounted
-from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 # WYWMT as published: classical<TAB>modern, CRLF, no final newline.

@@ -15,7 +15,7 @@ from assets.items import _dedup_params
 from pipeline.config import ConfigError, load_dedup_params, load_sources
 from pipeline.config.sources import DEDUP_VALUES, DedupEntry
 from pipeline.dedup import DedupParams, item_signatures
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 from pipeline.standardize import standardize
 from resources.engines import SourcesResource
 

@@ -308,7 +308,7 @@ def test_cpdue_best_and_worst_about_the_same_poems_are_no_gold_conflict():
 
     from pipeline.config import SourceSpec
     from pipeline.dedup.policy import asked_part
-    from pipeline.sources.ingest import parse_source
+    from pipeline.ingest import parse_source
     from pipeline.standardize import standardize
 
     raw = parse_source(SourceSpec("cpdue", ROOT / "data" / "samples" / "cpdue", "sample")).items

@@ -13,8 +13,8 @@ from conftest import upstream
 from pipeline.config import SourceSpec
 from pipeline.dedup import SIGNATURES_SCHEMA, DedupParams, cluster, item_signatures
 from pipeline.dedup.signatures import clusters_from_signatures, contamination_from_signatures
+from pipeline.ingest import parse_source
 from pipeline.schema import answer_hash, content_hash, records, to_frame
-from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 # Classical (public-domain) sentences and made-up stems.

@@ -12,7 +12,7 @@ from conftest import upstream
 
 from pipeline.config import SourceSpec
 from pipeline.dedup import DedupParams, analyse, cluster, conflicting_clusters
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 from pipeline.standardize import standardize
 
 

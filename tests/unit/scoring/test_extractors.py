@@ -12,6 +12,7 @@ from conftest import upstream
 from pipeline.config import SourceSpec
 from pipeline.engines import Request
 from pipeline.engines.baseline import BaselineEngine
+from pipeline.ingest import parse_source
 from pipeline.schema import OPTION_LETTERS
 from pipeline.scoring.extract import (
     AMBIGUOUS,
@@ -26,7 +27,6 @@ from pipeline.scoring.extract import (
     split_blanks,
 )
 from pipeline.scoring.rules import score_response
-from pipeline.sources.ingest import parse_source
 
 # (response, number of options, the stem asks for the wrong statements, expected letters)
 MULTI_CASES = [

@@ -8,10 +8,10 @@ from conftest import ROOT
 
 from pipeline.benchmarks import card
 from pipeline.config import SourceSpec
+from pipeline.ingest import parse_source
 from pipeline.scoring import gelv
 from pipeline.scoring.format_rules import check_ci, check_couplet, clean_ci, clean_couplet, pattern_from_rules
 from pipeline.scoring.rules import score_response
-from pipeline.sources.ingest import parse_source
 
 # 李白《忆秦娥·箫声咽》: 入声 rhymes, 词林正韵 第十八部
 YI_QIN_E = "箫声咽，秦娥梦断秦楼月。秦楼月，年年柳色，灞陵伤别。乐游原上清秋节，咸阳古道音尘绝。音尘绝，西风残照，汉家陵阙。"

@@ -9,8 +9,8 @@ from collections import defaultdict
 from conftest import ROOT
 
 from pipeline.config import load_sources
+from pipeline.ingest import parse_source
 from pipeline.scoring.rules import DETAILS, SCORERS, score_response, scorer_name
-from pipeline.sources.ingest import parse_source
 
 
 def test_every_scorer_writes_exactly_the_details_it_declares():

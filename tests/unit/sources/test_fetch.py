@@ -14,8 +14,8 @@ import pytest
 from conftest import ROOT, write_yaml
 
 from pipeline.config import ConfigError, load_sources
+from pipeline.ingest import parse_source
 from pipeline.sources.fetch import ChecksumMismatch, FetchError, materialize
-from pipeline.sources.ingest import parse_source
 
 WENMIND = (ROOT / "data" / "samples" / "wenmind" / "WenMind_sample.json").read_bytes()
 

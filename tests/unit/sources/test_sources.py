@@ -11,8 +11,8 @@ from conftest import ROOT
 
 from pipeline import benchmarks
 from pipeline.config import SourceSpec, load_sources
+from pipeline.ingest import parse_source
 from pipeline.sources.accounting import rows_accounted
-from pipeline.sources.ingest import parse_source
 from pipeline.standardize import standardize
 
 

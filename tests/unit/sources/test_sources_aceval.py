@@ -9,7 +9,7 @@ from conftest import ROOT, upstream
 
 from pipeline.benchmarks.aceval.adapter import SUBJECTS, submission
 from pipeline.config import SourceSpec
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 
 
 def test_submission_shape_on_the_samples():

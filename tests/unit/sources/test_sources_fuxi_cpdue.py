@@ -10,7 +10,7 @@ from conftest import ROOT
 from pipeline.benchmarks.cpdue.adapter import NO_ALLUSION, STYLES
 from pipeline.benchmarks.fuxi.adapter import TASKS, clause_lengths
 from pipeline.config import SourceSpec
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 
 SAMPLES = ROOT / "data" / "samples"
 

@@ -12,8 +12,8 @@ import pytest
 from pipeline import benchmarks
 from pipeline.benchmarks.fuxi.adapter import BCC_LABELS
 from pipeline.config import SourceSpec
+from pipeline.ingest import parse_source
 from pipeline.sources.accounting import SourceError
-from pipeline.sources.ingest import parse_source
 
 
 def place(item) -> str:

@@ -9,7 +9,7 @@ from collections import Counter
 from conftest import upstream
 
 from pipeline.config import SourceSpec
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 from pipeline.standardize import standardize
 
 WENMIND_TASKS = {

@@ -10,7 +10,7 @@ import pytest
 from conftest import ROOT
 
 from pipeline.config import SourceSpec
-from pipeline.sources.ingest import parse_source
+from pipeline.ingest import parse_source
 
 SAMPLES = ROOT / "data" / "samples" / "wyweb"
 
