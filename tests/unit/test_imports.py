@@ -95,3 +95,82 @@ def test_no_private_name_is_imported_from_another_package():
                 if _package(node.module, modules) != _package(name, modules):
                     found += [f"{name} imports {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not found, "\n".join(found)
+
+
+# The floors of the code, lowest first. A unit is a folder of modules (`pipeline/sources/`, each
+# card's folder), or a module that sits directly in pipeline/. A unit may import its own floor
+# and the floors below it; an import of a higher floor is an arrow back up, and ARROWS_UP lists
+# the only ones allowed.
+FLOORS = (
+    ("base", ("pipeline", "pipeline.errors", "pipeline.settings", "pipeline.paths", "pipeline.rows",
+              "pipeline.schema", "pipeline.script", "pipeline.texttable", "pipeline.terminal",
+              "pipeline.progress", "pipeline.stopping", "pipeline.redact", "pipeline.memory",
+              "pipeline.locking", "pipeline.failures", "pipeline.lake_health")),
+    # the card registry imports its cards when first asked (importlib), so every floor may look a card up
+    ("registry", ("pipeline.benchmarks",)),
+    ("parts", ("pipeline.sources", "pipeline.dedup", "pipeline.aggregate", "pipeline.scoring",
+               "pipeline.engines", "pipeline.judge", "pipeline.corrections", "pipeline.history",
+               "pipeline.charts")),
+    ("configuration", ("pipeline.config",)),
+    ("card parts", ("pipeline.benchmark_card", "pipeline.contamination")),
+    ("cards", ("pipeline.benchmarks.*",)),
+    ("stages", ("pipeline.ingest", "pipeline.standardize", "pipeline.prompts", "pipeline.inference",
+                "pipeline.warehouse", "pipeline.compare", "pipeline.compare_published", "pipeline.reports")),
+    ("dagster", ("resources", "assets", "pipeline.groups", "pipeline.executors", "pipeline.run_inputs",
+                 "pipeline.staleness", "pipeline.definitions", "pipeline.runner")),
+    ("commands", ("pipeline.cli", "pipeline.testing")),
+)
+ARROWS_UP: frozenset[tuple[str, str]] = frozenset()
+
+
+def _unit(module: str) -> str:
+    parts = module.split(".")
+    folder = parts if (ROOT.joinpath(*parts)).is_dir() else parts[:-1]
+    return module if folder == ["pipeline"] else ".".join(folder)
+
+
+def _floor(unit: str) -> int:
+    for number, (_, units) in enumerate(FLOORS):
+        if unit in units or any(u.endswith(".*") and unit.startswith(u[:-1]) for u in units):
+            return number
+    raise AssertionError(f"{unit} is on no floor: add it to FLOORS in {__file__}")
+
+
+def _unit_arrows() -> dict[tuple[str, str], list[str]]:
+    """(importing unit, imported unit) -> the module imports that make the arrow."""
+    modules = _modules()
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for name, tree in modules.items():
+        for target in _imports(name, tree, set(modules)):
+            if _unit(name) != _unit(target):
+                arrows.setdefault((_unit(name), _unit(target)), []).append(f"{name} -> {target}")
+    return arrows
+
+
+def test_no_circle_between_packages():
+    graph: dict[str, set[str]] = {}
+    for source, target in _unit_arrows():
+        graph.setdefault(source, set()).add(target)
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            unit = todo.pop()
+            if unit == goal:
+                return True
+            if unit not in seen:
+                seen.add(unit)
+                todo += graph.get(unit, ())
+        return False
+
+    circles = sorted(f"{a} -> {b} -> ... -> {a}" for a in graph for b in graph[a] if reaches(b, a))
+    assert not circles, "package circles:\n" + "\n".join(circles)
+
+
+def test_no_arrow_back_up_the_floors_but_the_listed_ones():
+    arrows = _unit_arrows()
+    up = {(a, b): why for (a, b), why in arrows.items() if _floor(a) < _floor(b)}
+    unlisted = {arrow: why for arrow, why in up.items() if arrow not in ARROWS_UP}
+    assert not unlisted, "imports of a higher floor:\n" + "\n".join(
+        f"{a} ({FLOORS[_floor(a)][0]}) -> {b} ({FLOORS[_floor(b)][0]}): {why}" for (a, b), why in unlisted.items())
+    assert len(ARROWS_UP) <= 4 and ARROWS_UP <= set(up), "ARROWS_UP lists at most 4 arrows, each still there"
