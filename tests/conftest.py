@@ -14,6 +14,9 @@ os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
+# The tests that load the bundled model carry `xdist_group(MODEL_WORKER)`: one worker runs them
+# all, one after another, so two models never load at once (see pytest_xdist_make_scheduler).
+MODEL_WORKER = "bundled-model"
 
 
 def upstream(*parts: str) -> Path:
@@ -103,3 +106,18 @@ def pytest_sessionfinish(session, exitstatus):
     engine_module = sys.modules.get("pipeline.engines.vllm_engine")
     if engine_module is not None:
         engine_module.shutdown_engines()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The suite runs on two workers (pyproject's addopts; `-n 0` runs it in one process). Tests
+    go to them a file at a time, so a module's fixtures are built once, except the tests of one
+    `xdist_group`, which go to one worker together (`--dist loadgroup` names their group)."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class FileOrGroup(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = super()._split_scope(nodeid)
+            return group if group != nodeid else nodeid.split("::", 1)[0]
+
+    return FileOrGroup(config, log)
