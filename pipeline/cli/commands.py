@@ -162,12 +162,6 @@ def _sql_text(sql: str) -> str:
     return sql
 
 
-def contamination(args: argparse.Namespace) -> int:
-    from pipeline.cli.contamination import main as contamination_main
-
-    return contamination_main(args)
-
-
 def write_submission(args: argparse.Namespace) -> int:
     """Predictions are the scorer's extracted answers on the items whose gold is withheld
     (whatever was extracted is kept as given: the organisers count it wrong)."""
