@@ -29,10 +29,11 @@ def test_the_run_queue_runs_partitions_side_by_side(tmp_path):
     bench = _bench_module()
     sequential_models = [f"one-{i}" for i in range(1, 5)]
     parallel_models = [f"four-{i}" for i in range(1, 5)]   # models of their own: nothing from the cache
-    # wyweb's samples: 40 prompts, 2 in flight, 0.8 s each -> about 16 s of waiting per partition,
+    # wyweb's samples: 40 prompts, 2 in flight, 0.5 s each -> about 10 s of waiting per partition,
     # against some 5 s of CPU per run (a process, imports, four steps), which a machine of 2 shared
-    # cores stretches when four runs start at once
-    with OpenAIServer(latency_s=0.8) as server, \
+    # cores stretches when four runs start at once: limit 1 takes 4 x (10 + 5) s or more, limit 4
+    # at most 10 + 4 x 5 s on one free core, under the 0.7 asked below
+    with OpenAIServer(latency_s=0.5) as server, \
             bench.QueueBench(tmp_path, server.base_url, server.model, sequential_models + parallel_models,
                              concurrency=PER_MODEL_CONCURRENCY, benchmark="wyweb") as deployment:
         load_before = open("/proc/loadavg").read().split()[:3]
