@@ -107,8 +107,11 @@ class VLLMEngine:
         self._llm()
 
     def _llm(self):
-        # every argument, the ones left out of the identity too: they change how the engine is built
-        key = tuple(sorted((k, str(v)) for k, v in (self.identity() | self.llm_kwargs).items()))
+        # what builds the engine (the arguments of vllm.LLM below), the ones left out of the cache
+        # identity too; the chat template is applied here, per request, so entries that differ
+        # only in it share one loaded engine
+        key = tuple(sorted((k, str(v)) for k, v in {"model": self.model, "dtype": self.dtype, "seed": self.seed,
+                                                      "max_model_len": self.max_model_len, **self.llm_kwargs}.items()))
         if key not in _LOADED:
             shutdown_engines()  # one model in memory at a time
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
