@@ -15,9 +15,14 @@ os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "1" if os.environ.get("PYT
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
-# The tests that load the bundled model carry `xdist_group(MODEL_WORKER)`: one worker runs them
-# all, one after another, so two models never load at once (see pytest_xdist_make_scheduler).
-MODEL_WORKER = "bundled-model"
+# The files whose tests load the bundled model (`slow`) run on one worker, one after another, so
+# two models never load at once; test_quiet_terminal.py goes first there: once vLLM is imported
+# in a test process, its logger holds a handler on an earlier capture stream of pytest's, not
+# the terminal's, and its checks would read the wrong stream.
+MODEL_WORKER_FILES = ("tests/hardening/test_quiet_terminal.py", "tests/integration/engines/test_judge_vllm.py",
+                      "tests/integration/engines/test_vllm_engine.py",
+                      "tests/integration/engines/test_vllm_engine_teardown.py",
+                      "tests/integration/engines/test_vllm_serve.py")
 
 
 def upstream(*parts: str) -> Path:
@@ -111,27 +116,34 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_collection_modifyitems(items):
     """The longest work first, so that no long file is left for the end of a run on two workers:
-    the bundled model's group, then the whole-graph tests, then the bad days, then the rest (a
+    the bundled model's files, then the whole-graph tests, then the bad days, then the rest (a
     stable sort: each file keeps its order)."""
     def start(item) -> int:
-        path = item.path.relative_to(ROOT / "tests").parts
-        if item.get_closest_marker("xdist_group"):
-            return 0
-        return {"integration": 1, "hardening": 2}.get(path[0], 3)
+        file = _file(item.nodeid)
+        if item.get_closest_marker("slow") and file not in MODEL_WORKER_FILES:
+            raise pytest.UsageError(f"{file} loads the bundled model: add it to MODEL_WORKER_FILES in {__file__}")
+        if file in MODEL_WORKER_FILES:
+            return MODEL_WORKER_FILES.index(file) - len(MODEL_WORKER_FILES)
+        return {"integration": 1, "hardening": 2}.get(file.split("/")[1], 3)
 
     items.sort(key=start)
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_make_scheduler(config, log):
     """The suite runs on two workers (pyproject's addopts; `-n 0` runs it in one process). Tests
-    go to them a file at a time, so a module's fixtures are built once, except the tests of one
-    `xdist_group`, which go to one worker together (`--dist loadgroup` names their group)."""
-    from xdist.scheduler import LoadGroupScheduling
+    go to them a file at a time, so a module's fixtures are built once; the files of
+    MODEL_WORKER_FILES go to one worker together. (pytest-xdist's own `xdist_group` cannot do
+    it with pytest 9.2, whose nodes no longer take the group in their id.)"""
+    from xdist.scheduler import LoadScopeScheduling
 
-    class FileOrGroup(LoadGroupScheduling):
+    class FileOrModel(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            group = super()._split_scope(nodeid)
-            return group if group != nodeid else nodeid.split("::", 1)[0]
+            file = _file(nodeid)
+            return "bundled-model" if file in MODEL_WORKER_FILES else file
 
-    return FileOrGroup(config, log)
+    return FileOrModel(config, log)

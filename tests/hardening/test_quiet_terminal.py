@@ -12,14 +12,9 @@ import sys
 import warnings
 
 import pytest
-from conftest import MODEL_WORKER, ROOT
+from conftest import ROOT
 
 from pipeline import cli
-
-# On the worker that loads the bundled model, and before it does: once vLLM is imported in a
-# test process, its logger holds a handler on an earlier capture stream of pytest's, not the
-# terminal's, and these checks would read the wrong stream.
-pytestmark = pytest.mark.xdist_group(MODEL_WORKER)
 
 
 def test_library_logs_and_python_warnings_go_to_the_log_file_errors_to_both(tmp_path, capfd):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import MODEL_WORKER, ROOT, write_yaml
+from conftest import ROOT, write_yaml
 from scripted_judge import ITEMS
 from test_vllm_engine import TINY, TINY_YAML
 
@@ -20,7 +20,7 @@ from pipeline.engines.vllm_engine import VLLMEngine
 from pipeline.judge.run import judge_responses, prompt_set
 from pipeline.runner import run_pipeline
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(MODEL_WORKER)]
+pytestmark = pytest.mark.slow
 
 FUXI = [{"item_id": f"fuxi/test/{task}/0", "benchmark": "fuxi", "task": task, "task_group": "question answering",
          "format": "open_qa", "question": question, "answer": answer, "context": None, "choices": [], "metadata": {}}

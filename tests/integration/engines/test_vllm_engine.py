@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import MODEL_WORKER, ROOT, write_yaml
+from conftest import ROOT, write_yaml
 
 from pipeline.engines import Request
 from pipeline.engines.vllm_engine import VLLMEngine
@@ -24,7 +24,7 @@ TINY_YAML = "models:\n  gemma3-270m:\n    engine: vllm\n" + "".join(
     f"    {k}: {str(v).lower() if isinstance(v, bool) else v}\n" for k, v in TINY.items()) + (
     "    sampling: {temperature: 0.0, max_tokens: 16}\n")
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(MODEL_WORKER)]
+pytestmark = pytest.mark.slow
 
 
 def _request(text: str, max_tokens: int = 12) -> Request:

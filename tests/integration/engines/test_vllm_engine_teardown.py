@@ -20,13 +20,13 @@ from pathlib import Path
 import dagster as dg
 import psutil
 import pytest
-from conftest import MODEL_WORKER, write_yaml
+from conftest import write_yaml
 from test_vllm_engine import GEMMA_TURNS, TINY_YAML
 
 from pipeline.engines import Request
 from resources.engines import ModelsResource
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(MODEL_WORKER)]
+pytestmark = pytest.mark.slow
 
 MODELS_YAML = TINY_YAML.replace("    chat_template: false\n", f"    chat_template: {json.dumps(GEMMA_TURNS)}\n")
 RUN_WORKER_TIMEOUT_S = 300   # a model load: about a minute on two cores, minutes more when they are shared

@@ -21,14 +21,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import MODEL_WORKER
 
 from pipeline import paths
 from pipeline.engines import Request
 from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.engines.openai_engine import OpenAIEngine
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group(MODEL_WORKER)]
+pytestmark = pytest.mark.slow
 
 SERVED_NAME = "gemma3-270m"
 STARTUP_TIMEOUT_S = 240   # about 60 s on an idle 2-core machine, 100-190 s when other jobs share it
