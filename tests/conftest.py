@@ -124,7 +124,8 @@ def pytest_collection_modifyitems(items):
             raise pytest.UsageError(f"{file} loads the bundled model: add it to MODEL_WORKER_FILES in {__file__}")
         if file in MODEL_WORKER_FILES:
             return MODEL_WORKER_FILES.index(file) - len(MODEL_WORKER_FILES)
-        return {"integration": 1, "hardening": 2}.get(file.split("/")[1], 3)
+        folder = file.split("/")[1] if file.count("/") > 1 else ""
+        return {"integration": 1, "hardening": 2}.get(folder, 3)
 
     items.sort(key=start)
 
