@@ -114,9 +114,8 @@ class Inputs:
     def _upstream(self, key) -> list[str]:
         """The names of the assets upstream of `key` in the loaded definitions, the observed ones
         included (an asset selection's `upstream()` resolves to materializable assets only)."""
-        graph = self.defs.resolve_asset_graph()
         return self._once(("upstream", key), lambda: sorted(
-            k.to_user_string() for k in graph.get_ancestor_asset_keys(key)))
+            k.to_user_string() for k in self.defs.resolve_asset_graph().get_ancestor_asset_keys(key)))
 
     def _prompt_settings(self, benchmark: str) -> str:
         """What the benchmark's variants and prompts read besides the items: the (variant,
