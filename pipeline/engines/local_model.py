@@ -103,7 +103,10 @@ def _convert(gguf: pathlib.Path, out: pathlib.Path) -> None:
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--convert-only":
         _convert(pathlib.Path(sys.argv[2]), pathlib.Path(sys.argv[3]))
-    elif len(sys.argv) == 2:
-        print(ensure_gemma3_270m(pathlib.Path(sys.argv[1])))
+    elif len(sys.argv) <= 2:  # scripts/setup.sh: into the model store (WENHENG_MODEL_STORE) by default
+        from pipeline import paths
+
+        store = pathlib.Path(sys.argv[1]) if len(sys.argv) == 2 else paths.model_store()
+        ensure_gemma3_270m(store, log=lambda line: print(f"[setup] {line}", flush=True))
     else:
-        sys.exit("usage: python local_model.py CACHE_DIR")
+        sys.exit("usage: python -m pipeline.engines.local_model [CACHE_DIR]")
