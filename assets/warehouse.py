@@ -78,12 +78,7 @@ def chart_markdown(frame: "pd.DataFrame", title: str, cache_dir: Path | None = N
     return f"![{md(title)}](data:image/png;base64,{base64.b64encode(png).decode('ascii')})"
 
 
-def chart_cache(db_path: Path) -> Path:
-    """The drawn charts, beside the warehouse: `<warehouse dir>/charts/<sha256>.png`."""
-    return db_path.parent / "charts"
-
-
-def _scores_result(key: dg.AssetKey, con, frame: "pd.DataFrame", relation: str, db_path: Path,
+def _scores_result(key: dg.AssetKey, con, frame: "pd.DataFrame", relation: str,
                    extra: dict | None = None) -> dg.MaterializeResult:
     """`frame`'s rows as the UI's Markdown (tables and charts, unchanged ones from the chart cache),
     with the columns of `relation` (the warehouse table or view the asset stands for) and the row
@@ -100,7 +95,7 @@ def _scores_result(key: dg.AssetKey, con, frame: "pd.DataFrame", relation: str, 
     # one colour per model across every asset's charts: from every model in the warehouse
     colours = charts.model_colours(m for (m,) in con.execute("SELECT DISTINCT model FROM paper_tables").fetchall())
     published = published_scores(con)
-    chart = functools.partial(chart_markdown, cache_dir=chart_cache(db_path), colours=colours, published=published)
+    chart = functools.partial(chart_markdown, cache_dir=paths.charts_dir(), colours=colours, published=published)
     return dg.MaterializeResult(asset_key=key, metadata={
         "scores": dg.MetadataValue.md(scores_markdown(frame, titles, chart, published)),
         "models": dg.MetadataValue.text(", ".join(sorted(frame["model"].unique()))),
@@ -140,11 +135,11 @@ def score_tables(context: dg.AssetExecutionContext, warehouse_db: WarehouseResou
     with connect_readonly(db_path) as con:
         if LEADERBOARD.key in selected:
             frame = con.execute("SELECT * FROM paper_tables WHERE headline ORDER BY benchmark, row_order").df()
-            yield _scores_result(LEADERBOARD.key, con, frame, "leaderboard", db_path, extra)
+            yield _scores_result(LEADERBOARD.key, con, frame, "leaderboard", extra)
         for bench in cards().values():
             key = dg.AssetKey(f"paper_tables_{bench.name}")
             if key in selected:
-                yield _scores_result(key, con, _paper_tables(con, bench), "paper_tables", db_path)
+                yield _scores_result(key, con, _paper_tables(con, bench), "paper_tables")
 
 
 def _report(context: dg.AssetExecutionContext, db_path: Path) -> Path:

@@ -40,6 +40,12 @@ def reports_dir() -> Path:
     return settings().reports
 
 
+def charts_dir() -> Path:
+    """Drawn charts by content (pipeline/charts/cache.py): data/charts beside the warehouse
+    (WENHENG_CHARTS overrides)."""
+    return settings().charts
+
+
 def logs_dir() -> Path:
     """Run log files: data/logs beside the warehouse (WENHENG_LOGS overrides)."""
     return settings().logs

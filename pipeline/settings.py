@@ -162,6 +162,9 @@ class Settings:
     reports = Setting("WENHENG_REPORTS", _folder, lambda s: s.warehouse.parent / "reports", expected="a folder path",
                       default_text="`reports/` beside the warehouse (`data/reports`)",
                       help="HTML reports, one folder per run")
+    charts = Setting("WENHENG_CHARTS", _folder, lambda s: s.warehouse.parent / "charts", expected="a folder path",
+                     default_text="`charts/` beside the warehouse (`data/charts`)",
+                     help="the scores' charts, kept by what they draw: a publish draws only those that changed")
     logs = Setting("WENHENG_LOGS", _folder, lambda s: s.warehouse.parent / "logs", expected="a folder path",
                    default_text="`logs/` beside the warehouse (`data/logs`)",
                    help="one log file per `wenheng run`: full tracebacks of failed steps, third-party "
