@@ -33,6 +33,19 @@ def _temp_in_ram() -> None:
 
 
 _temp_in_ram()
+
+
+def pytest_configure(config):
+    """One chart cache for the whole run (set before the workers start, so they share it): the
+    charts are kept by what they draw, and most tests publish the same samples' tables."""
+    if not hasattr(config, "workerinput") and "WENHENG_CHARTS" not in os.environ:
+        os.environ["WENHENG_CHARTS"] = config._wenheng_charts = tempfile.mkdtemp(prefix="wenheng-charts-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_wenheng_charts", None):
+        shutil.rmtree(config._wenheng_charts, ignore_errors=True)
+        del os.environ["WENHENG_CHARTS"]
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
