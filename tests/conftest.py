@@ -46,6 +46,8 @@ def pytest_unconfigure(config):
     if getattr(config, "_wenheng_charts", None):
         shutil.rmtree(config._wenheng_charts, ignore_errors=True)
         del os.environ["WENHENG_CHARTS"]
+
+
 # The benchmarks' own files (not redistributable, so not in the repo): WENHENG_UPSTREAM, or a
 # folder beside the checkout.
 UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "upstream"))
