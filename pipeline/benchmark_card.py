@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 TEMPLATE_FIELDS = ("question", "context", "options", "topic", "examples")
 EXAMPLE_FIELDS = ("n", "question", "options", "answer", "explanation")   # one few-shot example's
 DEFAULT_MAX_TOKENS = 256   # a setting's budget where it names none (null: none of its own)
+LOGLIKELIHOOD = ("letters", "texts")   # what a log-likelihood setting scores as continuations
+# The items a log-likelihood setting asks: one answer among given options (or labels)
+LOGLIKELIHOOD_FORMATS = ("mcq_single", "classification")
 
 
 def _placeholders(allowed: tuple[str, ...]):
@@ -60,6 +63,20 @@ def _placeholders(allowed: tuple[str, ...]):
 
 def _template(allowed: tuple[str, ...], nullable: bool = True) -> Any:
     return Annotated[typed(str | None if nullable else str), AfterValidator(_placeholders(allowed))]
+
+
+def _one_of(allowed: tuple[str, ...], key: str):
+    def check(value: Any) -> Any:
+        if value is not None and value not in allowed:
+            raise problem(f"{key} must be one of {', '.join(allowed)} (got {value!r})")
+        return value
+    return check
+
+
+def _not_empty(text: str) -> str:
+    if not text:
+        raise problem("a stop sequence cannot be empty")
+    return text
 
 
 Count = typed(int, ge=0)
@@ -85,6 +102,15 @@ class Setting(Entry):
                                      null_is({})] = {}
     temperature: typed(float | None, ge=0, le=2) = None   # fixed by the protocol (wins over the model's)
     constrained_choice: Flag = False           # decode only an option letter (structured outputs)
+    # Log-likelihood instead of generation (lm-eval's `multiple_choice`, OpenCompass's PPL): each
+    # option is scored as a continuation of the prompt. `letters`: the option letters, the highest
+    # wins (acc); `texts`: the option texts, the highest per character wins (acc_norm). Only the
+    # single-answer choice items are asked (LOGLIKELIHOOD_FORMATS); not the papers' protocol.
+    loglikelihood: Annotated[typed(str | None), AfterValidator(_one_of(LOGLIKELIHOOD, "loglikelihood"))] = None
+    # Where a base model's answer ends (a model without a chat template runs on into the next
+    # question): generation stops at the first, and the answer is read only up to it.
+    stop: Annotated[list[Annotated[str, AfterValidator(_not_empty)]], expect("a list of strings"),
+                    null_is([])] = []
 
     @model_validator(mode="after")
     def _complete(self) -> Setting:
@@ -93,6 +119,8 @@ class Setting(Entry):
                           if self.template else "needs a 'template' or 'templates' (by task or format)")
         if self.shots and not self.example:
             raise problem(f"shots: {self.shots} needs an 'example' template", at=("example",))
+        if self.loglikelihood and self.constrained_choice:
+            raise problem("loglikelihood scores the options; constrained_choice decodes one: not both")
         return self
 
     def max_tokens_for(self, fmt: str) -> int | None:

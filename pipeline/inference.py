@@ -35,6 +35,7 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
     model_temperature = float(spec.sampling.get("temperature", 0.0))
     cap = spec.sampling.get("max_tokens")
     key = key_maker(spec.name, identity)
+    base = is_base_model(spec)
     rows = [row for row in prompts if row["benchmark"] == benchmark and row["variant"] in spec.variants
             and row["setting"] in settings]
     uses = gold_use(identity)
@@ -55,9 +56,17 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
         # multiple answers or a sequence of letters
         constrain_to = (letters if row["setting"] in constrained and item["format"] != "mcq_multi" and picks == 1
                         else ())
+        setting = protocol_settings[row["setting"]]
         sampling = {"temperature": temperature, "max_tokens": max_tokens}
         if constrain_to:
             sampling["choice"] = list(constrain_to)
+        continuations = continuations_of(item, setting.loglikelihood) if setting.loglikelihood else ()
+        stop = tuple(setting.stop) if base and not continuations else ()
+        if continuations:   # scored, not generated: no budget, no temperature
+            sampling = {"loglikelihood": list(continuations), "picks": picks}
+            max_tokens, temperature = None, 0.0
+        elif stop:
+            sampling["stop"] = list(stop)
         # what a baseline's answer reads of the golds is in its key: the oracle's gold; a random
         # open answer's length and its task's pool
         scope = None
@@ -69,8 +78,46 @@ def plan(spec: ModelSpec, identity: dict[str, Any], benchmark: str, prompts: Ite
             cache_key=key(messages, sampling, scope),
             messages=tuple(messages), max_tokens=max_tokens, temperature=temperature,
             constrain_to=constrain_to, choices=letters, labels=labels, picks=picks,
+            stop=stop, continuations=continuations,
         )))
     return planned
+
+
+def is_base_model(spec: ModelSpec) -> bool:
+    """A model asked without a chat template (a pretrained checkpoint, a completions endpoint): it
+    does not stop after its answer, so it gets its setting's stop sequences."""
+    if spec.engine == "vllm":
+        return spec.params.get("chat_template", True) is False
+    return spec.engine == "openai" and spec.params.get("chat", True) is False
+
+
+def continuations_of(item: dict[str, Any], how: str) -> tuple[str, ...]:
+    """What a log-likelihood setting scores after the prompt: the option letters (`letters`, and
+    options written inline in the question), the option texts (`texts`), or the labels of a
+    label-text classification (both). Several questions in one prompt (CP-DUE AU) are scored by
+    their letters, since the prompt asks for letters."""
+    letters, labels, picks = answer_space(item)
+    if labels and not item["choices"]:
+        return labels
+    if how == "texts" and picks == 1 and item["choices"]:
+        return tuple(item["choices"])
+    return letters
+
+
+def chosen_answer(req: Request, logprobs: tuple[float, ...], per_char: bool) -> str:
+    """The answer a log-likelihood request gives: per question, the continuation with the highest
+    log-probability (`per_char`: divided by its length in characters, lm-eval's acc_norm), ties to
+    the first; written as the option letter (the label for label-text classification), the letters
+    of several questions one after another."""
+    answers = req.choices if req.choices and len(req.choices) == len(req.continuations) else req.continuations
+    n = len(req.continuations)
+    picked = []
+    for start in range(0, len(logprobs), n):
+        values = logprobs[start:start + n]
+        weights = [max(len(c), 1) if per_char else 1 for c in req.continuations]
+        best = max(range(n), key=lambda k: (values[k] / weights[k], -k))
+        picked.append(answers[best])
+    return "".join(picked)
 
 
 def answer_space(item: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], int]:
@@ -151,11 +198,17 @@ def response_rows(model: str, planned: list[tuple[dict[str, Any], Request]],
     rows = []
     for row, req in planned:
         comp = completions[req.cache_key]
+        text, numbers = comp.text, None
+        if comp.logprobs is not None and not comp.error:   # a scored answer: the best option, and the numbers
+            per_char = protocol(row["benchmark"]).settings[row["setting"]].loglikelihood == "texts"
+            text, numbers = chosen_answer(req, comp.logprobs, per_char), list(comp.logprobs)
         rows.append({
             "item_id": row["item_id"], "benchmark": row["benchmark"], "variant": row["variant"],
             "setting": row["setting"], "model": model, "prompt_hash": row["prompt_hash"],
-            "cache_key": req.cache_key, "max_tokens": req.max_tokens, "text": comp.text,
+            "cache_key": req.cache_key, "max_tokens": req.max_tokens, "text": text,
             "finish_reason": comp.finish_reason, "tokens_in": comp.tokens_in, "tokens_out": comp.tokens_out,
             "latency_s": comp.latency_s, "error": comp.error, "created_at": _answered_at(comp, now),
+            "stop": list(req.stop) or None, "continuations": list(req.continuations) or None,
+            "logprobs": numbers,
         })
     return rows

@@ -9,7 +9,7 @@ from itertools import islice
 from json.encoder import encode_basestring
 from typing import Any
 
-from pipeline.benchmark_card import Protocol, Setting
+from pipeline.benchmark_card import LOGLIKELIHOOD_FORMATS, Protocol, Setting
 from pipeline.benchmarks import card
 from pipeline.rows import OPTION_LETTERS, stable_hash
 
@@ -276,6 +276,8 @@ def _rendered(items: list[dict[str, Any]], variants: list[dict[str, Any]],
             pool += outside_task[key][:most - len(pool)]
         options = options_text(list(v.get("choices") or []))
         for name, setting in settings:
+            if setting.spec.loglikelihood and item["format"] not in LOGLIKELIHOOD_FORMATS:
+                continue   # only single-answer choices can be scored by their options
             text, max_tokens = setting.render(item, v, pool, options, cache_examples=True)
             yield item, v["variant"], name, text, max_tokens
 

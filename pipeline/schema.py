@@ -238,6 +238,9 @@ RESPONSES = pa.schema([
     ("latency_s", pa.float64()),
     ("error", _str),
     ("created_at", pa.timestamp("us", tz="UTC")),
+    ("stop", _list_str),            # where a base model's answer was cut (the setting's stop sequences)
+    ("continuations", _list_str),   # a log-likelihood answer: what was scored after the prompt ...
+    ("logprobs", pa.list_(pa.float64())),   # ... each one's summed log-probability (text: the best)
 ])
 
 SCORES = pa.schema([

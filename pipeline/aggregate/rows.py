@@ -180,7 +180,26 @@ def paper_tables(tables: CardTables, benchmark: str, units: pd.DataFrame, replic
         else:
             rows += [run | row for row in table_rows(tables, part, benchmark, weights, replicates)]
     rows = _with_declared_rows(tables, rows)
+    _mark_not_the_papers(benchmark, rows)
     return pd.DataFrame(rows, columns=PAPER_TABLE_COLUMNS + (["replicates"] if replicates else []))
+
+
+LOGLIKELIHOOD_NOTE = ("asked by log-likelihood (lm-eval's multiple_choice), not the paper's protocol: "
+                      "the paper asks by generation")
+
+
+def _mark_not_the_papers(benchmark: str, rows: list[dict[str, Any]]) -> None:
+    """The rows of a log-likelihood setting (the card's protocol.yaml) are not comparable to the
+    paper, whose models generated their answers: marked, with the note, the number kept."""
+    from pipeline.benchmarks import card, names
+
+    if benchmark not in names():
+        return
+    scored = {name for name, s in card(benchmark).protocol.settings.items() if s.loglikelihood}
+    for r in rows:
+        if r["setting"] in scored:
+            r["comparable"] = False
+            r["note"] = "; ".join(n for n in (r.get("note"), LOGLIKELIHOOD_NOTE) if n)
 
 
 def _with_declared_rows(tables: CardTables, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -231,12 +231,29 @@ def _model(path: Path, name: Any, entry: Any, problems: Problems) -> ModelSpec |
 
         watch_env(params.get("api_key_env", kind.default("api_key_env")))  # its value never reaches an error text
     try:
-        engine_class(engine)(**params)   # the constructor's own checks; it only stores settings
+        built = engine_class(engine)(**params)   # the constructor's own checks; it only stores settings
     except (TypeError, ValueError) as exc:
         problems.add(f"{where(path, loc)}: {str(exc).splitlines()[0]}")
         return None
+    refused = _loglikelihood_refused(built, parsed.settings)
+    if refused:
+        problems.add(f"{where(path, (*loc, 'settings'))}: {refused}")
+        return None
     return ModelSpec(name, engine, params, parsed.sampling.model_dump(exclude_unset=True), tuple(parsed.variants),
                      {bench: tuple(chosen) for bench, chosen in parsed.settings.items()})
+
+
+def _loglikelihood_refused(engine: Any, settings: dict[str, list[str]]) -> str | None:
+    """Why `engine` cannot be asked the log-likelihood settings chosen for it (an engine's
+    `loglikelihood_refusal()`: a chat-only endpoint returns no log-probabilities of a prompt), or
+    None. Read before any stage, so the run never starts."""
+    from pipeline.benchmarks import card
+
+    chosen = sorted({f"{bench}.{name}" for bench, names in settings.items() for name in names
+                     if card(bench).protocol.settings[name].loglikelihood})
+    refusal = getattr(engine, "loglikelihood_refusal", None)
+    why = refusal() if chosen and refusal is not None else None
+    return f"{', '.join(chosen)} score options by log-likelihood, but {why}" if why else None
 
 
 def api_key_set(path: Path, spec: ModelSpec) -> None:

@@ -52,6 +52,15 @@ class Request:
     # A sampling seed for this request instead of the engine's own (the judge's repeats at a
     # temperature above 0 must differ from each other).
     seed: int | None = None
+    # Generation ends at the first of these strings (a base model's answer: a blank line, the
+    # prompt's next-question marker); the stop string itself is not part of the answer.
+    stop: tuple[str, ...] = ()
+    # Log-likelihood instead of generation (lm-eval's `multiple_choice`): the engine scores each of
+    # these strings as a continuation of the prompt, the summed log-probability of its tokens, and
+    # writes no text. With `picks` above 1 (several questions answered one letter each, in order),
+    # question k is scored after the prompt followed by the continuations the model ranked first
+    # for questions 1..k-1 (its own answers, greedy): `picks` x len(continuations) numbers.
+    continuations: tuple[str, ...] = ()
 
 
 @dataclass
@@ -62,6 +71,9 @@ class Completion:
     tokens_out: int | None = None
     latency_s: float | None = None
     error: str | None = None
+    # A log-likelihood request's answer: each continuation's summed log-probability (nats), in the
+    # request's order (`picks` rounds one after another); None for a generated answer.
+    logprobs: tuple[float, ...] | None = None
     # When the answer was first given (the response cache's stamp, UTC ISO): an answer served from
     # the cache keeps it. Not part of the answer's equality.
     created_at: str | None = field(default=None, compare=False)

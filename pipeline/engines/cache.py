@@ -27,6 +27,7 @@ first and then commits everything answered."""
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import threading
 import time
@@ -41,7 +42,7 @@ from pipeline.progress import Progress
 from pipeline.schema import canonical_json, stable_hash
 
 FILE_NAME = "responses.sqlite"
-_COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error")
+_COLUMNS = ("text", "finish_reason", "tokens_in", "tokens_out", "latency_s", "error", "logprobs")
 _INSERT = (f"INSERT OR REPLACE INTO responses (cache_key, {', '.join(_COLUMNS)})"
            f" VALUES (?{', ?' * len(_COLUMNS)})")
 # The writer's rows carry created_at, one stamp per batch: the column's default formats one per
@@ -131,8 +132,11 @@ class ResponseCache:
         )
         # which model answered (`wenheng cache info / prune`): a file from before the column has it added,
         # its older rows without one
-        if "model" not in {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}:
-            self._db.execute("ALTER TABLE responses ADD COLUMN model TEXT")
+        # and a log-likelihood answer's numbers (JSON list): a file from before the column gets it
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
+        for column in ("model", "logprobs"):
+            if column not in present:
+                self._db.execute(f"ALTER TABLE responses ADD COLUMN {column} TEXT")
         self._writers: set[AnswerWriter] = set()
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
@@ -148,7 +152,7 @@ class ResponseCache:
                 f"SELECT cache_key, {', '.join(_COLUMNS)}, created_at FROM responses WHERE cache_key IN ({marks})",
                 chunk
             ):
-                found[row[0]] = Completion(*row[1:])
+                found[row[0]] = Completion(*row[1:7], logprobs=_logprobs(row[7]), created_at=row[8])
         return found
 
     def put(self, key: str, completion: Completion) -> None:
@@ -182,7 +186,13 @@ class ResponseCache:
 
 def _row(key: str, c: Completion) -> tuple:
     """One answer's row in `_INSERT`'s order, field by field (`dataclasses.asdict` deep-copies)."""
-    return key, c.text, c.finish_reason, c.tokens_in, c.tokens_out, c.latency_s, c.error
+    numbers = None if c.logprobs is None else json.dumps(list(c.logprobs))
+    return key, c.text, c.finish_reason, c.tokens_in, c.tokens_out, c.latency_s, c.error, numbers
+
+
+def _logprobs(stored: str | None) -> tuple[float, ...] | None:
+    """The logprobs column back as numbers (JSON keeps a float's every digit)."""
+    return None if stored is None else tuple(float(x) for x in json.loads(stored))
 
 
 def _utc_stamp() -> str:

@@ -172,6 +172,14 @@ class OpenAIEngine:
     def load(self) -> None:
         self._api_key()  # fail before sending anything when the key is missing
 
+    def loglikelihood_refusal(self) -> str | None:
+        """Why this endpoint cannot score continuations, or None: only a completions endpoint
+        echoes the prompt's log-probabilities (`echo` + `logprobs`, as `vllm serve` does)."""
+        if self.chat:
+            return ("a chat endpoint returns no log-probabilities of a prompt: use a completions endpoint "
+                    "(chat: false, e.g. vllm serve's /v1/completions), or ask this model by generation")
+        return None
+
     def _api_key(self) -> str:
         if not self.api_key_env:
             return _NO_KEY
@@ -194,6 +202,8 @@ class OpenAIEngine:
             # Completions default to 16 tokens when max_tokens is left out (OpenAI and vLLM alike):
             # no budget is an explicit null, which vLLM reads as "up to the context".
             body.update(prompt=plain_prompt(request.messages), max_tokens=request.max_tokens)
+        if request.stop:   # a base model's answer ends at its setting's stop sequences
+            body["stop"] = list(request.stop)
         if self.seed is not None:
             body["seed"] = self.seed
         if request.seed is not None:  # the request's own (the judge's repeats at temperature > 0)
@@ -308,12 +318,65 @@ class OpenAIEngine:
                                      cookie_jar=aiohttp.DummyCookieJar())
 
     async def _call(self, session, url: str, request: Request) -> Completion:
-        """One request to its answer or its error row, retrying as the official client does
+        """One request to its answer or its error row."""
+        if request.continuations:
+            return await self._score(session, request)
+        started = time.perf_counter()
+        raw = await self._post(session, url, self.body(request), started)
+        if isinstance(raw, Completion):
+            return raw
+        # latency_s covers the whole call, retry waits included.
+        try:
+            answer = json.loads(raw)
+            choice = answer["choices"][0]
+            text = choice["message"]["content"] if self.chat else choice["text"]
+            usage = answer.get("usage") or {}
+            return Completion(text=text or "", finish_reason=choice.get("finish_reason"),
+                              tokens_in=usage.get("prompt_tokens"), tokens_out=usage.get("completion_tokens"),
+                              latency_s=time.perf_counter() - started)
+        except Exception as exc:  # noqa: BLE001 - a 2xx that is not a completion: an error row
+            return Completion(text=None, error=f"APIResponseValidationError: {_describe(exc)}",
+                              latency_s=time.perf_counter() - started)
+
+    def score_body(self, context: str, continuations: Sequence[str]) -> dict[str, Any]:
+        """The JSON that scores `continuations` after `context`: the joined texts echoed with their
+        tokens' log-probabilities and nothing generated (`vllm serve`'s /v1/completions)."""
+        body: dict[str, Any] = {"model": self.model, "prompt": [context + c for c in continuations],
+                                "max_tokens": 0, "echo": True, "logprobs": 0, "temperature": 0.0}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        return body | self.extra_body
+
+    async def _score(self, session, request: Request) -> Completion:
+        """A log-likelihood request: one call per question (`picks`), each continuation one prompt
+        of it; question k is asked after the letters ranked first for the ones before it."""
+        started = time.perf_counter()
+        url = self.base_url + "/completions"
+        context, chosen, numbers, tokens = plain_prompt(request.messages), "", [], 0
+        for round_ in range(request.picks):
+            raw = await self._post(session, url, self.score_body(context + chosen, request.continuations), started)
+            if isinstance(raw, Completion):
+                return raw
+            try:
+                answer = json.loads(raw)
+                values = continuation_logprobs(answer, len(context + chosen), len(request.continuations))
+            except Exception as exc:  # noqa: BLE001 - no log-probabilities where they should be
+                return Completion(text=None, error=f"APIResponseValidationError: no prompt log-probabilities "
+                                  f"({_describe(exc)}); the endpoint must support echo with logprobs",
+                                  latency_s=time.perf_counter() - started)
+            numbers += values
+            tokens += (answer.get("usage") or {}).get("prompt_tokens") or 0
+            if round_ + 1 < request.picks:
+                chosen += request.continuations[max(range(len(values)), key=lambda k: (values[k], -k))]
+        return Completion(text=None, logprobs=tuple(numbers), finish_reason="scored", tokens_in=tokens or None,
+                          tokens_out=0, latency_s=time.perf_counter() - started)
+
+    async def _post(self, session, url: str, payload: dict[str, Any], started: float) -> bytes | Completion:
+        """One POST to its 2xx body or its error row, retrying as the official client does
         (AsyncAPIClient.request in openai/_base_client.py)."""
         import aiohttp
 
-        data = json.dumps(self.body(request), ensure_ascii=False, separators=(",", ":")).encode()
-        started = time.perf_counter()
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
         retries_taken = 0
         while True:
             if retries_taken and stopping.stop_requested():  # no retry goes out after a stop request
@@ -342,18 +405,26 @@ class OpenAIEngine:
                 retries_taken += 1
                 continue
             return Completion(text=None, error=status_error(status, raw), latency_s=time.perf_counter() - started)
-        # latency_s covers the whole call, retry waits included.
-        try:
-            answer = json.loads(raw)
-            choice = answer["choices"][0]
-            text = choice["message"]["content"] if self.chat else choice["text"]
-            usage = answer.get("usage") or {}
-            return Completion(text=text or "", finish_reason=choice.get("finish_reason"),
-                              tokens_in=usage.get("prompt_tokens"), tokens_out=usage.get("completion_tokens"),
-                              latency_s=time.perf_counter() - started)
-        except Exception as exc:  # noqa: BLE001 - a 2xx that is not a completion: an error row
-            return Completion(text=None, error=f"APIResponseValidationError: {_describe(exc)}",
-                              latency_s=time.perf_counter() - started)
+        return raw
+
+
+def continuation_logprobs(answer: Mapping[str, Any], boundary: int, n: int) -> list[float]:
+    """Each echoed prompt's log-probability after character `boundary` (the context's length): the
+    sum over the tokens that reach past it. The server tokenises the joined text, so a token that
+    spans the boundary is counted with the continuation; `choices` come back by `index`."""
+    choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
+    if len(choices) != n:
+        raise ValueError(f"{len(choices)} choices for {n} prompts")
+    sums = []
+    for choice in choices:
+        logprobs = choice["logprobs"]
+        values, offsets = logprobs["token_logprobs"], logprobs["text_offset"]
+        ends = [*offsets[1:], len(choice.get("text") or "") or math.inf]
+        picked = [v for v, end in zip(values, ends) if end > boundary]
+        if not picked or any(v is None for v in picked):
+            raise ValueError("no log-probability for the continuation's tokens")
+        sums.append(float(sum(picked)))
+    return sums
 
 
 async def _cancel_after_grace(workers: list[asyncio.Future]) -> None:

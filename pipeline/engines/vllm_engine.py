@@ -16,6 +16,8 @@ from typing import Any
 from pipeline import paths, stopping
 from pipeline.engines import Completion, Request
 from pipeline.engines.identity import cache_identity
+from pipeline.engines.vllm_loglikelihood import external_id as _external
+from pipeline.engines.vllm_loglikelihood import score_requests
 
 # One loaded engine per process: partitions of the same model run back to back in one process
 # (`wenheng run`), and loading weights costs far more than a small partition's generation.
@@ -133,6 +135,22 @@ class VLLMEngine:
         return _LOADED[key]
 
     def generate(self, requests: Sequence[Request], on_result=None) -> list[Completion]:
+        results: list[Completion | None] = [None] * len(requests)
+
+        def finish(index: int, completion: Completion) -> None:
+            results[index] = completion
+            if on_result:
+                on_result(index, completion)
+
+        scored = [i for i, req in enumerate(requests) if req.continuations]
+        asked = [i for i, req in enumerate(requests) if not req.continuations]
+        if asked:
+            self._generate([requests[i] for i in asked], lambda k, comp: finish(asked[k], comp))
+        if scored:
+            score_requests(self, self._llm(), [requests[i] for i in scored], lambda k, comp: finish(scored[k], comp))
+        return results
+
+    def _generate(self, requests: Sequence[Request], finish: Callable[[int, Completion], None]) -> None:
         from vllm import SamplingParams
         from vllm.platforms import current_platform
         from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
@@ -142,24 +160,17 @@ class VLLMEngine:
         # token ("CPU Generator does not use offset": the engine dies mid-batch), so there sampled
         # requests draw from the engine's RNG, seeded once at load. Greedy requests never sample.
         own_seeds = not current_platform.is_cpu()
-        results: list[Completion | None] = [None] * len(requests)
-
-        def finish(index: int, completion: Completion) -> None:
-            results[index] = completion
-            if on_result:
-                on_result(index, completion)
-
         shared: dict[tuple, SamplingParams] = {}
 
         def sampling(req: Request) -> SamplingParams:
             # one object per distinct setting, as LLM.generate shares one: vLLM copies what it changes
             seed = (self.seed if req.seed is None else req.seed) if own_seeds or not req.temperature else None
-            key = (req.temperature, req.max_tokens, seed, req.constrain_to,
+            key = (req.temperature, req.max_tokens, seed, req.constrain_to, req.stop,
                    None if req.json_schema is None else repr(req.json_schema))
             if key not in shared:
                 shared[key] = SamplingParams(
                     temperature=req.temperature, max_tokens=req.max_tokens, seed=seed,
-                    output_kind=RequestOutputKind.FINAL_ONLY,
+                    stop=list(req.stop) or None, output_kind=RequestOutputKind.FINAL_ONLY,
                     structured_outputs=_structured(StructuredOutputsParams, req))
             return shared[key]
 
@@ -167,9 +178,9 @@ class VLLMEngine:
         pending = self._submit(llm, requests, sampling, finish)
         # progress is shown by the caller (pipeline.progress, fed by on_result)
         _step_until_done(llm.llm_engine, pending, finish)
-        return results
 
-    def _prompt(self, llm, req: Request) -> str:
+    def prompt_text(self, llm, req: Request) -> str:
+        """The prompt as this engine sends it: the turns' text, or the chat template applied."""
         if not self.chat_template:
             return plain_prompt(req.messages)
         template = self.chat_template if isinstance(self.chat_template, str) else None
@@ -192,7 +203,7 @@ class VLLMEngine:
         indices: list[int] = []
         for index, req in enumerate(requests):
             try:
-                prompts.append(self._prompt(llm, req))
+                prompts.append(self.prompt_text(llm, req))
             except Exception as exc:  # a template that cannot render these turns
                 finish(index, Completion(text=None, error=f"{type(exc).__name__}: {exc}"))
                 continue
@@ -215,12 +226,6 @@ class VLLMEngine:
         for request_id, index in zip(ids, indices):
             pending[_external(request_id)] = (index, submitted)
         return pending
-
-
-def _external(request_id: str) -> str:
-    """enqueue returns the engine's internal id (LLM's counter, then "-" and a random suffix that
-    keeps ids unique); outputs and abort_request use the counter part."""
-    return request_id.partition("-")[0]
 
 
 def _step_until_done(engine, pending: dict[str, tuple[int, float]],

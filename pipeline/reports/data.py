@@ -60,7 +60,7 @@ WITH rule AS (SELECT * FROM scores WHERE kind = 'rule'),
        WHERE ($benchmarks IS NULL OR list_contains($benchmarks, r.benchmark))
          AND ($models IS NULL OR list_contains($models, r.model)))
 SELECT p.item_id, p.benchmark, i.split, i.task, p.model, p.setting, p.variant,
-       pr.messages, p.text AS response, p.error, p.finish_reason,
+       pr.messages, p.text AS response, p.error, p.finish_reason, p.continuations, p.logprobs,
        i.answer, i."references", i.choices,
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason,
@@ -86,7 +86,7 @@ SELECT r.item_id, i.split, i.task, r.model, r.setting, r.variant, i.content_hash
        ru.score AS rule_score, ru.extracted AS rule_extracted, ru.reason AS rule_reason, ru.scorer AS rule_scorer,
        ju.score AS judge_score, ju.extracted AS judge_extracted, ju.reason AS judge_reason, ju.judge_model,
        ju.scorer AS judge_scorer, jv.verdict AS judge_verdict, jv.messages AS judge_messages,
-       r.tokens_in, r.tokens_out, r.latency_s, r.max_tokens
+       r.tokens_in, r.tokens_out, r.latency_s, r.max_tokens, r.stop, r.continuations, r.logprobs
 FROM responses r
 JOIN items i USING (item_id)
 LEFT JOIN prompts pr ON pr.item_id = r.item_id AND pr.variant = r.variant AND pr.setting = r.setting
@@ -129,10 +129,41 @@ def write_samples_jsonl(con: duckdb.DuckDBPyConnection, benchmark: str, path, mo
                             "verdict": r["judge_verdict"], "prompt": _prompt_messages(r["judge_messages"])},
                         "status": status(r["rule_score"], r["judge_score"]),
                         "tokens_in": r["tokens_in"], "tokens_out": r["tokens_out"],
-                        "latency_s": _none(r["latency_s"]), "max_tokens": r["max_tokens"]}
+                        "latency_s": _none(r["latency_s"]), "max_tokens": r["max_tokens"],
+                        "stop": _listed(r["stop"]), **_scored(r["continuations"], r["logprobs"])}
                 f.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
                 written += 1
     return written
+
+
+def _listed(values: Any) -> list | None:
+    return None if values is None else list(values)
+
+
+def _scored(continuations: Any, logprobs: Any) -> dict[str, Any]:
+    """A log-likelihood answer in lm-eval's shape: `arguments` (each continuation scored), `resps`
+    (per continuation [[log-probability, is_greedy]]) and `filtered_resps` ([log-probability,
+    is_greedy] each); is_greedy is null: wenheng does not compute it. Nothing for a generated one."""
+    if logprobs is None:
+        return {}
+    values = [float(x) for x in logprobs]
+    return {"continuations": _listed(continuations), "resps": [[[v, None]] for v in values],
+            "filtered_resps": [[v, None] for v in values]}
+
+
+def ranked(answer: str | None, continuations: Any, logprobs: Any) -> str:
+    """A log-likelihood answer as the sample browser shows it: per question, the options ranked by
+    their log-probability (and per character); `answer` is the one chosen, by the setting's rule."""
+    conts, values = list(continuations or []), [float(x) for x in logprobs]
+    n = len(conts) or 1
+    blocks = []
+    for start in range(0, len(values), n):
+        part = sorted(zip(conts, values[start:start + n]), key=lambda cv: -cv[1])
+        lines = [f"{c}  {v:.3f}" + (f"  ({v / len(c):.3f} per character)" if len(c) > 1 else "")
+                 for c, v in part]
+        blocks.append("\n".join(lines))
+    head = f"answer {answer} by log-likelihood (options ranked, log-probability in nats):"
+    return "\n\n".join([head, *blocks])
 
 
 # The extractor's answers for "nothing found" (pipeline/scoring/extract.py), in the browser's words
@@ -231,7 +262,7 @@ def samples(con: duckdb.DuckDBPyConnection, cap: int = MAX_SAMPLES, benchmarks: 
     for r in rows.astype(object).where(rows.notna(), None).itertuples(index=False):   # round-robin order
         prompt = _clip(_prompt_text(r.messages)) or ""
         gold = _clip(_gold(r.answer, r.references, r.choices)) or ""
-        response = _clip(r.response)
+        response = _clip(r.response if r.logprobs is None else ranked(r.response, r.continuations, r.logprobs))
         verdict = _clip(r.judge_verdict, MAX_VERDICT)
         judge_prompt = _clip(_prompt_text(r.judge_messages)) if r.judge_messages else None
         size += 300 + 3 * (len(response or "") + len(verdict or "")

@@ -55,7 +55,18 @@ def score_rows(responses: list[dict[str, Any]], items: list[dict[str, Any]]) -> 
     """One schema.SCORES row per response row."""
     by_id = {it["item_id"]: it for it in items}
     return [{k: r[k] for k in ("item_id", "benchmark", "variant", "setting", "model")}
-            | score_response(by_id[r["item_id"]], r["text"], r["error"]) for r in responses]
+            | score_response(by_id[r["item_id"]], before_stop(r["text"], r.get("stop")), r["error"])
+            for r in responses]
+
+
+def before_stop(text: str | None, stop: Sequence[str] | None) -> str | None:
+    """The answer up to the first of its stop sequences: a base model runs on past its answer into
+    a question of its own (and that question's options), which must never be read as its answer.
+    An engine that honours `stop` has cut there already; this holds for one that did not."""
+    if not text or stop is None or len(stop) == 0:
+        return text
+    cut = min((i for i in (text.find(s) for s in stop if s) if i >= 0), default=-1)
+    return text if cut < 0 else text[:cut]
 
 
 def _score_option(item: dict[str, Any], text: str) -> dict[str, Any]:

@@ -63,10 +63,25 @@ class Fault:
 
 
 def prompt_of(body: dict) -> str:
-    """The counters' key: a chat's turns joined the way the engine joins them for /v1/completions."""
+    """The counters' key: a chat's turns joined the way the engine joins them for /v1/completions
+    (several prompts in one call: joined by U+241E)."""
     if "messages" in body:
         return "\n\n".join(m["content"] for m in body["messages"])
-    return body["prompt"]
+    prompt = body["prompt"]
+    return "\u241e".join(prompt) if isinstance(prompt, list) else prompt
+
+
+def char_logprob(before: str, char: str) -> float:
+    """The fake model's log-probability of `char` after `before` (one token per character): a
+    function of the character and the one before it, in [-10, -0.01]."""
+    return -0.01 - (zlib.crc32((before[-1:] + char).encode()) % 1000) / 100
+
+
+def echoed(prompt: str) -> dict:
+    """OpenAI's completions `logprobs` object for an echoed prompt (`echo` with `max_tokens: 0`):
+    one token per character, the first without a log-probability, as servers give it."""
+    return {"tokens": list(prompt), "text_offset": list(range(len(prompt))), "top_logprobs": None,
+            "token_logprobs": [None, *(char_logprob(prompt[:i], prompt[i]) for i in range(1, len(prompt)))]}
 
 
 def answer(prompt: str, max_tokens: int, choices: list[str] | None = None) -> tuple[str, str]:
@@ -75,6 +90,13 @@ def answer(prompt: str, max_tokens: int, choices: list[str] | None = None) -> tu
         return choices[zlib.crc32(prompt.encode()) % len(choices)], "stop"
     text = "echo:" + prompt
     return (text[:max_tokens], "length") if len(text) > max_tokens else (text, "stop")
+
+
+def cut_at_stop(text: str, finish: str, stop: list[str] | str | None) -> tuple[str, str]:
+    """A server's `stop`: the text before the first stop sequence, finish_reason "stop"."""
+    stop = [stop] if isinstance(stop, str) else stop or []
+    cuts = [i for i in (text.find(s) for s in stop if s) if i >= 0]
+    return (text[:min(cuts)], "stop") if cuts else (text, finish)
 
 
 class OpenAIServer:
@@ -246,9 +268,11 @@ class _Handler(BaseHTTPRequestHandler):
         return "success"
 
     def _payload(self, app: OpenAIServer, prompt: str, body: dict) -> dict:
+        if self.path == "/v1/completions" and body.get("echo") and body.get("max_tokens") == 0:
+            return self._scored(app, body)
         choices = (body.get("structured_outputs") or {}).get("choice")
         max_tokens = int(body.get("max_completion_tokens") or body.get("max_tokens") or 16)
-        text, finish = answer(prompt, max_tokens, choices)
+        text, finish = cut_at_stop(*answer(prompt, max_tokens, choices), body.get("stop"))
         usage = {"prompt_tokens": len(prompt), "completion_tokens": len(text), "total_tokens": len(prompt) + len(text)}
         number = app.requests_total
         if self.path == "/v1/chat/completions":
@@ -261,6 +285,16 @@ class _Handler(BaseHTTPRequestHandler):
                        "model": app.model, "usage": usage,
                        "choices": [{"index": 0, "text": text, "finish_reason": finish, "logprobs": None}]}
         return payload
+
+    def _scored(self, app: OpenAIServer, body: dict) -> dict:
+        """Prompts echoed with their log-probabilities, nothing generated (log-likelihood)."""
+        prompts = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+        used = sum(map(len, prompts))
+        return {"id": f"cmpl-{app.requests_total}", "object": "text_completion", "created": int(time.time()),
+                "model": app.model, "usage": {"prompt_tokens": used, "completion_tokens": 0, "total_tokens": used},
+                "choices": [{"index": i, "text": p, "finish_reason": "length",
+                             "logprobs": echoed(p) if body.get("logprobs") is not None else None}
+                            for i, p in enumerate(prompts)]}
 
     def _fail(self, fault: Fault, prompt: str, body: dict) -> None:
         if fault.kind == "429":

@@ -324,6 +324,14 @@ def test_one_turn_hash_is_prompt_hash(text):
 
 # ---- limit ----
 
+def _settings_asking(item) -> int:
+    """How many of its benchmark's settings render a prompt for `item`."""
+    from pipeline.benchmark_card import LOGLIKELIHOOD_FORMATS
+
+    return sum(1 for s in protocol(item["benchmark"]).settings.values()
+               if not s.loglikelihood or item["format"] in LOGLIKELIHOOD_FORMATS)
+
+
 def test_limit_takes_items_round_robin_over_tasks_in_file_order():
     items = _synthetic()
     variants = _variants(items)
@@ -332,9 +340,8 @@ def test_limit_takes_items_round_robin_over_tasks_in_file_order():
     by_id = {it["item_id"]: it for it in items}
     chosen = {b: [i for i in per_item if by_id[i]["benchmark"] == b] for b in ("aceval", "wyweb")}
     assert len(chosen["aceval"]) == 30 and len(chosen["wyweb"]) == 30
-    # each item keeps all its variants and settings
-    assert set(per_item.values()) == {len(VARIANTS) * len(protocol("aceval").settings),
-                                      len(VARIANTS) * len(protocol("wyweb").settings)}
+    # each item keeps all its variants and settings (a log-likelihood one: choice items only)
+    assert all(n == len(VARIANTS) * _settings_asking(by_id[i]) for i, n in per_item.items())
     tasks = Counter(by_id[i]["task"] for i in chosen["aceval"])
     assert set(tasks) == {f"task{t}" for t in range(12)} and max(tasks.values()) - min(tasks.values()) <= 1
     # round robin in file order: the first items of each task, the first rounds' tasks first
@@ -399,7 +406,11 @@ def test_aceval_settings_extend_zero_shot_ao():
     settings = protocol("aceval").settings
     base = settings["zero_shot_ao"]
     assert list(settings) == ["zero_shot_ao", "zero_shot_cot", "five_shot_ao", "zero_shot_ao_constrained",
-                              "five_shot_cot"]
+                              "five_shot_cot", "loglikelihood", "loglikelihood_norm"]
+    # log-likelihood: zero_shot_ao's prompt, its options scored after "答案：" (letters / texts)
+    for name, how in (("loglikelihood", "letters"), ("loglikelihood_norm", "texts")):
+        assert settings[name].template == base.template and settings[name].loglikelihood == how
+        assert base.template.endswith("答案：")
     assert all(s.max_tokens is None for name, s in settings.items() if name != "zero_shot_ao_constrained")
     constrained = settings["zero_shot_ao_constrained"]
     assert constrained.template == base.template and constrained.max_tokens == 2 and constrained.constrained_choice

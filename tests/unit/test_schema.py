@@ -133,6 +133,8 @@ def test_to_frame_equals_arrow_from_pylist(table_schema):
                 value = i / 3 if i != 2 else None
             elif pa.types.is_boolean(t):
                 value = bool(i % 2)
+            elif pa.types.is_list(t) and pa.types.is_floating(t.value_type):
+                value = [-0.5, i / 3] if i != 2 else []
             elif pa.types.is_list(t):
                 value = ["A", f"B{i}"] if i != 2 else []
             elif pa.types.is_timestamp(t):

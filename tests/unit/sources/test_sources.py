@@ -29,6 +29,7 @@ def test_samples_parse_without_loss():
 
 
 def test_every_sample_item_renders_a_prompt():
+    from pipeline.benchmark_card import LOGLIKELIHOOD_FORMATS
     from pipeline.prompts import build_prompt_rows, protocol
     from pipeline.script import make_variant
 
@@ -39,7 +40,10 @@ def test_every_sample_item_renders_a_prompt():
     rows = build_prompt_rows(items, [make_variant(i, "original") for i in items], evaluate)
     per_item = Counter(r["item_id"] for r in rows)
     for item in items:
-        assert per_item[item["item_id"]] == len(protocol(item["benchmark"]).settings), item["item_id"]
+        # a log-likelihood setting asks only the single-answer choice items
+        settings = [s for s in protocol(item["benchmark"]).settings.values()
+                    if not s.loglikelihood or item["format"] in LOGLIKELIHOOD_FORMATS]
+        assert per_item[item["item_id"]] == len(settings), item["item_id"]
     for row in rows:
         content = row["messages"][0]["content"]
         assert "{" not in content and content.strip(), row["item_id"]
