@@ -109,7 +109,7 @@ class Setting(Entry):
     loglikelihood: Annotated[typed(str | None), AfterValidator(_one_of(LOGLIKELIHOOD, "loglikelihood"))] = None
     # Where a base model's answer ends (a model without a chat template runs on into the next
     # question): generation stops at the first, and the answer is read only up to it.
-    stop: Annotated[list[Annotated[str, AfterValidator(_not_empty)]], expect("a list of strings"),
+    stop: Annotated[list[Annotated[str, AfterValidator(_not_empty)]], expect("a list of non-empty strings"),
                     null_is([])] = []
 
     @model_validator(mode="after")

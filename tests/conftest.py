@@ -57,6 +57,7 @@ UPSTREAM = Path(os.environ.get("WENHENG_UPSTREAM", ROOT.parent / "shared" / "ups
 # the terminal's, and its checks would read the wrong stream.
 MODEL_WORKER_FILES = ("tests/hardening/test_quiet_terminal.py", "tests/integration/engines/test_judge_vllm.py",
                       "tests/integration/engines/test_vllm_engine.py",
+                      "tests/integration/engines/test_vllm_loglikelihood.py",
                       "tests/integration/engines/test_vllm_engine_teardown.py",
                       "tests/integration/engines/test_vllm_serve.py")
 
