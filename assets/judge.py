@@ -97,3 +97,38 @@ def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource,
                              first["judge_model"], f"{first['prompt_set']}-{first['prompt_version']}")
     yield dg.Output(schema.to_frame(table, schema.JUDGE_RELIABILITY), metadata={
         "table": dg.MetadataValue.md(reliability.markdown(table)), "sampled": len(picked), **_stats(stats)})
+
+
+@dg.asset(
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    kinds={"parquet"}, pool="inference", ins=ITEM_STAGE_INS,
+)
+def judge_validity(context: dg.AssetExecutionContext, models: ModelsResource, items: Frame):
+    """Per task: whether the judge tells right from wrong, on known answers (each sampled item's
+    gold, and another item's gold, an off-topic or an empty answer), with Youden's J and its
+    interval. The same controls for every model of the benchmark: sent once, then from the cache."""
+    from pipeline import schema
+    from pipeline.judge import validity
+    from pipeline.judge.run import judge_responses, prompt_set
+
+    benchmark, model = _partition(context)
+    judge = _judge(models, benchmark)
+    if judge is None or not judge.validity.sample_per_task:
+        yield dg.Output(schema.to_frame([], schema.JUDGE_VALIDITY),
+                        metadata={"table": dg.MetadataValue.md(validity.markdown([]))})
+        return
+    prompts = prompt_set(judge)
+    bench_items = schema.records(items)
+    controls = validity.controls(bench_items, prompts, judge.validity, benchmark)
+    items_by_id = {it["item_id"]: it for it in bench_items if it["item_id"] in {c["item_id"] for c in controls}}
+    with models.response_cache() as cache:
+        judged, stats = judge_responses(judge, prompts, models.engine(judge.model), controls, items_by_id, cache,
+                                        log=context.log.info)
+    task_of = {item_id: it["task"] for item_id, it in items_by_id.items()}
+    first = judged[0] if judged else {}
+    table = validity.rows(benchmark, model, judged, task_of, judge.validity, judge.model,
+                          f"{first.get('prompt_set')}-{first.get('prompt_version')}" if judged else None)
+    uninformative = sorted(r["task"] for r in table if r["task"] != validity.ALL and not r["informative"])
+    yield dg.Output(schema.to_frame(table, schema.JUDGE_VALIDITY), metadata={
+        "table": dg.MetadataValue.md(validity.markdown(table)), "controls": len(controls),
+        "uninformative_tasks": len(uninformative), **_stats(stats)})

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from assets.judge import judge_reliability
+from assets.judge import judge_reliability, judge_validity
 from pipeline import paths
 from pipeline.benchmarks import cards
 from pipeline.groups import WAREHOUSE
@@ -28,8 +28,9 @@ SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_over
     group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, pool="duckdb",
     # It loads every lake table (BASE_TABLES in pipeline/warehouse/); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
-    # responses, judgements and scores all lead to, and the side reports no other asset reads.
-    deps=[judge_reliability, *SIDE_REPORTS],
+    # responses, judgements and scores all lead to, judge_validity, and the side reports no other
+    # asset reads.
+    deps=[judge_reliability, judge_validity, *SIDE_REPORTS],
     check_specs=[dg.AssetCheckSpec("scores_match_responses", asset="warehouse",
                                    description="one rule score row per response row")],
 )

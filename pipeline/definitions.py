@@ -12,7 +12,7 @@ import dagster as dg
 from assets.contamination import corpora_partitions, corpus_files, corpus_overlap, item_ngrams
 from assets.evaluate import model_inputs, model_settings, models_partitions, responses, scores
 from assets.items import contamination, dedup_clusters, item_signatures, item_variants, prompts, standardized_items
-from assets.judge import judge_reliability, judgements
+from assets.judge import judge_reliability, judge_validity, judgements
 from assets.sources import (
     benchmark_corrections,
     benchmark_files,
@@ -54,7 +54,8 @@ export_path_defaults()
 
 ASSETS = [benchmark_files, benchmark_corrections, prompt_settings, dedup_settings, index_settings, raw_items,
           standardized_items, item_signatures, dedup_clusters, contamination, item_variants, prompts, item_ngrams,
-          model_settings, model_inputs, responses, judgements, scores, judge_reliability, corpus_files, corpus_overlap,
+          model_settings, model_inputs, responses, judgements, scores, judge_reliability, judge_validity, corpus_files,
+          corpus_overlap,
           warehouse, score_tables]
 
 

@@ -36,6 +36,7 @@ class Inputs:
                    what the response cache keys hold
       judgements, scores, judge_reliability: the responses' fingerprint, the items' data version
                    (golds included), the judge's configuration
+      judge_validity the items' data version and the judge's configuration
       scan         the data version of corpus_files, observed here (the corpus's entry, the
                    reference corpora's, their files: path, size, modification time; the scan
                    engine; a remote corpus is always scanned), the data versions of each
@@ -165,7 +166,8 @@ class Inputs:
         scores = _digest(self._base(), "scores", responses, judgements, items)
         return {"model_inputs": _digest(self._base(), "model_inputs", items, uses), "responses": responses,
                 "judgements": judgements, "scores": scores,
-                "judge_reliability": _digest(self._base(), "judge_reliability", judgements, scores, items, judged)}
+                "judge_reliability": _digest(self._base(), "judge_reliability", judgements, scores, items, judged),
+                "judge_validity": _digest(self._base(), "judge_validity", items, judged)}
 
     def _model_inputs(self, benchmark: str, uses: str | None, version: str | None) -> str:
         """The content digest of the model_inputs the responses read (pipeline.inference.model_inputs),

@@ -300,6 +300,34 @@ JUDGE_RELIABILITY = pa.schema([
     ("note", _str),
 ])
 
+# Whether the judge tells right from wrong, per benchmark x task (and "(all)"): known-answer
+# controls (pipeline/judge/validity.py). The controls do not depend on the evaluated model: every
+# model partition of a benchmark measures the same judge on the same controls (sent once, then
+# from the cache), and its rows say so under that partition's `model`.
+JUDGE_VALIDITY = pa.schema([
+    ("benchmark", _str),
+    ("model", _str),                    # the partition that measured it
+    ("task", _str),
+    ("judge_model", _str),
+    ("prompt_set", _str),
+    ("n_positive", pa.int64()),         # items judged with their own gold as the answer (readable verdicts)
+    ("accepted_positive", pa.int64()),  # ... accepted (score >= 0.5)
+    ("positive_rate", pa.float64()),
+    ("positive_low", pa.float64()),     # Wilson 95% interval
+    ("positive_high", pa.float64()),
+    ("n_negative", pa.int64()),         # judged with another item's gold, an off-topic or an empty answer
+    ("accepted_negative", pa.int64()),
+    ("negative_rate", pa.float64()),
+    ("negative_low", pa.float64()),
+    ("negative_high", pa.float64()),
+    ("unreadable", pa.int64()),         # controls with no readable verdict (left out of the rates)
+    ("youden_j", pa.float64()),         # positive_rate - negative_rate
+    ("j_low", pa.float64()),            # Newcombe 95% interval of the difference
+    ("j_high", pa.float64()),
+    ("informative", pa.bool_()),        # J >= the judge's min_j and its interval above 0
+    ("note", _str),
+])
+
 # ---- the warehouse's own tables (pipeline/warehouse) ------------------------------------------
 
 # What the history (pipeline/history.py) adds to each row it records.

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pipeline.aggregate.spec import QUARANTINED, CardTables
@@ -123,13 +124,40 @@ def provenance(units: pd.DataFrame) -> tuple[str | None, bool, str | None]:
     # columns, not the frame: filtering every column of a run's units is most of the cost
     scored = units["score"].notna()   # neither None nor nan
     scored_by = ", ".join(sorted({str(x) for x in units["scored_by"][scored] if x})) or None
+    weak = uninformative_note(*validity_columns(units), scored.to_numpy())
     in_paper = units["paper_judge"].fillna(False).astype(bool)
     if not in_paper.any():
-        return scored_by, True, None
+        return (scored_by, True, None) if weak is None else (scored_by, False, weak)
     by = units["scored_by"][in_paper].fillna("")
     judged = by.str.startswith("judge ")
     demo = judged & units["demo_judge"][in_paper].fillna(False).astype(bool)
-    return (scored_by, *judge_verdict(judged, demo, int(scored.sum()), len(units)))
+    comparable, why = judge_verdict(judged, demo, int(scored.sum()), len(units))
+    return scored_by, comparable and weak is None, "; ".join(n for n in (why, weak) if n) or None
+
+
+def validity_columns(units: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """The units' judge validity (units.sql): uninformative (bool), task, J and its interval."""
+    n = len(units)
+    if "judge_uninformative" not in units:
+        return np.zeros(n, dtype=bool), np.full(n, None), *(np.full(n, np.nan) for _ in range(3))
+    bad = units["judge_uninformative"].fillna(False).astype(bool).to_numpy()
+    return (bad, units["task"].to_numpy(),
+            *(units[c].to_numpy(dtype=np.float64, na_value=np.nan) for c in ("judge_j", "judge_j_low", "judge_j_high")))
+
+
+def uninformative_note(bad: np.ndarray, tasks: np.ndarray, j: np.ndarray, low: np.ndarray, high: np.ndarray,
+                       scored: np.ndarray) -> str | None:
+    """The note of a row some of whose scored units were judged by a judge that cannot tell the
+    gold from a wrong answer on their task (judge_validity), with how much of the row they are
+    and each task's Youden's J; None when there are none."""
+    bad = bad & scored
+    if not bad.any():
+        return None
+    measured = sorted({(str(t), float(x), float(lo), float(hi)) for t, x, lo, hi in zip(tasks[bad], j[bad], low[bad],
+                                                                                         high[bad])})
+    listed = ", ".join(f"{t} J {x:.2f} [{lo:.2f}, {hi:.2f}]" for t, x, lo, hi in measured)
+    return (f"uninformative judge: {int(bad.sum()):,} of its {int(scored.sum()):,} scored items were judged where "
+            f"the judge cannot tell the gold from a wrong answer ({listed}; judge_validity)")
 
 
 def judge_verdict(judged, demo, n_scored: int, n_units: int) -> tuple[bool, str | None]:

@@ -21,7 +21,15 @@ from pipeline.aggregate.bootstrap import (
     unit_weights,
 )
 from pipeline.aggregate.chance import chance_of, unit_chance
-from pipeline.aggregate.coverage import _groupable, card_notes, judge_verdict, left_out_notes, provenance
+from pipeline.aggregate.coverage import (
+    _groupable,
+    card_notes,
+    judge_verdict,
+    left_out_notes,
+    provenance,
+    uninformative_note,
+    validity_columns,
+)
 from pipeline.aggregate.metrics import _accuracy_stats, _isnan, _number, metric
 from pipeline.aggregate.spec import CLUSTER_COLUMNS, CardTables, TableSpec
 
@@ -244,7 +252,8 @@ def _with_declared_rows(tables: CardTables, rows: list[dict[str, Any]]) -> list[
 # scores) is computed by table_rows' own code.
 
 # what differs between runs of one structure
-_PER_RUN = ("score", "details", "scored_by", "paper_judge", "demo_judge", "capped", "model", "variant", "setting")
+_PER_RUN = ("score", "details", "scored_by", "paper_judge", "demo_judge", "capped", "model", "variant", "setting",
+            "judge_uninformative", "judge_j", "judge_j_low", "judge_j_high")
 
 
 def _plannable(tables: CardTables) -> bool:
@@ -303,6 +312,7 @@ class _Scores:
         self.judged = pd.Series(scorers).str.startswith("judge ").to_numpy()[codes] if len(codes) else \
             np.zeros(0, dtype=bool)
         self.demo = part["demo_judge"].fillna(False).astype(bool).to_numpy()
+        self.validity = validity_columns(part)
 
 
 def _evaluate(tree, run: _Scores, weights: Weights) -> Cell:
@@ -403,12 +413,14 @@ def _provenance(part: pd.DataFrame, run: _Scores, asked: np.ndarray) -> tuple[st
         return provenance(part.iloc[asked])
     scored = run.scored[asked]
     scored_by = ", ".join(sorted({str(x) for x in pd.unique(run.scored_by[asked[scored]]) if x})) or None
+    weak = uninformative_note(*(column[asked] for column in run.validity), scored) if run.validity[0].any() else None
     in_paper = run.in_paper[asked]
     if not in_paper.any():
-        return scored_by, True, None
+        return (scored_by, True, None) if weak is None else (scored_by, False, weak)
     judged = run.judged[asked][in_paper]
     demo = judged & run.demo[asked][in_paper]
-    return (scored_by, *judge_verdict(judged, demo, int(scored.sum()), len(asked)))
+    comparable, why = judge_verdict(judged, demo, int(scored.sum()), len(asked))
+    return scored_by, comparable and weak is None, "; ".join(n for n in (why, weak) if n) or None
 
 
 # paper_tables' columns, declared in pipeline/schema.py (RUN_KEYS first)

@@ -66,7 +66,39 @@ def list_models(args: argparse.Namespace) -> int:
         role = f"judges {', '.join(judging[name])}" if name in judging else "-"
         body.append([name, spec.engine, ", ".join(f"{k}={v}" for k, v in identity.items()), role])
     print(text_table(["model", "engine", "cache identity", "judge"], body, left=4))
+    measured = judge_validity_lines(judges)
+    if measured:
+        print("\njudge validity (known-answer controls of the last run; J = accepted golds - accepted wrong answers):")
+        print("\n".join(measured))
     return 0
+
+
+def judge_validity_lines(judges: dict) -> list[str]:
+    """One line per judged benchmark whose judge's validity the warehouse holds: J over all its
+    controls with the interval, and the tasks where it is uninformative."""
+    db_path = paths.warehouse_file()
+    if not judges or not db_path.is_file():
+        return []
+    from pipeline.warehouse import connect_readonly
+
+    try:
+        with connect_readonly(db_path) as con:
+            found = con.execute("""SELECT benchmark, judge_model, any_value(youden_j) FILTER (task = '(all)'),
+                       any_value(j_low) FILTER (task = '(all)'), any_value(j_high) FILTER (task = '(all)'),
+                       list(DISTINCT task ORDER BY task) FILTER (task <> '(all)' AND NOT informative),
+                       count(DISTINCT task) FILTER (task <> '(all)')
+                FROM judge_validity GROUP BY ALL ORDER BY benchmark""").fetchall()
+    except Exception:  # noqa: BLE001 - a warehouse from before judge_validity: nothing measured yet
+        return []
+    lines = []
+    for bench, judge, j, low, high, weak, tasks in found:
+        if bench not in judges or judges[bench].model != judge or j is None:
+            continue
+        listed = ", ".join(weak[:6]) + (", ..." if len(weak) > 6 else "")
+        verdict = f"uninformative on {len(weak)} of {tasks} tasks ({listed})" if weak else \
+            f"informative on all {tasks} tasks"
+        lines.append(f"  {bench}: judge {judge}: J {j:.2f} [{low:.2f}, {high:.2f}]; {verdict}")
+    return lines
 
 
 def list_tasks(args: argparse.Namespace) -> int:

@@ -96,6 +96,8 @@ def _finished(args: argparse.Namespace, summary, elapsed: float, started_at: flo
         return 1
     if paths.warehouse_file().is_file():
         leaderboard(None)
+        for line in judge_checks():
+            say(line)
         if not args.no_report:
             # the runner's tag (UTC start time + a few random characters) names the report folder, so
             # a report and the Dagster runs it came from (tag wenheng/run) are found from each other
@@ -174,3 +176,26 @@ def summary_table(rows: Sequence[dict[str, Any]]) -> str:
 
 def _limit() -> int | None:
     return settings().limit
+
+
+def judge_checks() -> list[str]:
+    """The oracle and random baselines as checks of each judge (pipeline.judge.validity.baseline_checks),
+    from the warehouse of the run just published."""
+    from pipeline.config import load_models
+    from pipeline.judge.validity import baseline_checks
+    from pipeline.warehouse import connect_readonly
+
+    strategies = {name: spec.params.get("strategy") for name, spec in load_models(paths.models_file()).items()
+                  if spec.engine == "baseline"}
+    if not strategies:
+        return []
+    try:
+        with connect_readonly(paths.warehouse_file()) as con:
+            means = con.execute("""SELECT s.benchmark, i.task, s.judge_model, s.model, avg(s.score) FROM scores s
+                JOIN items i USING (item_id) WHERE s.kind = 'judge' AND s.score IS NOT NULL
+                AND list_contains($models, s.model) GROUP BY ALL""", {"models": list(strategies)}).fetchall()
+            table = con.execute("SELECT * FROM judge_validity").df()
+    except Exception:  # noqa: BLE001 - a warehouse without these tables: nothing to check
+        return []
+    measured = {(r["benchmark"], r["task"], r["judge_model"]): r for r in table.to_dict("records")}
+    return baseline_checks([(b, t, j, strategies[m], mean) for b, t, j, m, mean in means], measured)

@@ -13,7 +13,7 @@ key path, the value and what is expected, all reported together as one ConfigErr
     loading.py       load_models, load_judges, load_config (both files, before any stage)
 """
 
-from pipeline.config.judges import JudgeSpec, ReliabilitySpec, judge_warnings
+from pipeline.config.judges import JudgeSpec, ReliabilitySpec, ValiditySpec, judge_warnings
 from pipeline.config.loading import load_config, load_judges, load_models
 from pipeline.config.models import ENGINES, MODEL_NAME, PARAM_RULES, ModelSpec, is_demo_judge
 from pipeline.config.problems import ConfigError
@@ -21,5 +21,5 @@ from pipeline.config.sources import SourceSpec, load_dedup_params, load_duplicat
 from pipeline.config.yaml_loading import load_yaml
 
 __all__ = ["ENGINES", "MODEL_NAME", "PARAM_RULES", "ConfigError", "JudgeSpec", "ModelSpec", "ReliabilitySpec",
-           "SourceSpec", "is_demo_judge", "judge_warnings", "load_config", "load_dedup_params",
+           "SourceSpec", "ValiditySpec", "is_demo_judge", "judge_warnings", "load_config", "load_dedup_params",
            "load_duplicate_policy", "load_judges", "load_models", "load_sources", "load_yaml"]

@@ -9,8 +9,10 @@
         retries: 2                   # extra attempts for an unreadable verdict
         structured_output: true      # JSON schema / choice where the engine supports it
         reliability: {sample_per_task: 5, repeats: 3, temperature: 0.7, seed: 0}
+        validity: {sample_per_task: 8, seed: 0, min_j: 0.5}   # known-answer controls
 
-Each key and default is written once, in `JudgeEntry`, `OfficialPrompts` and `ReliabilitySpec`.
+Each key and default is written once, in `JudgeEntry`, `OfficialPrompts`, `ReliabilitySpec` and
+`ValiditySpec`.
 Validating an entry needs the file's models and the benchmark's card (the validation context):
 the judge model must be one of them, and `prompts: official` is resolved to a verified file
 (downloaded on the first load, then read from the cache)."""
@@ -44,6 +46,14 @@ class ReliabilitySpec(Entry):
     sample_per_task: typed(int, ge=0) = 5     # judged items per task that are judged again
     repeats: typed(int, ge=0) = 3             # k: how many times each is judged again (0: no repeats)
     seed: typed(int, ge=0) = 0                # the sample and the repeats' sampling seeds
+
+
+class ValiditySpec(Entry):
+    """`validity:` of a judge: known-answer controls, per judged task, in every run with a judge."""
+
+    sample_per_task: typed(int, ge=0) = 8    # items per task judged with their gold, and as many negatives (0: none)
+    seed: typed(int, ge=0) = 0               # which items
+    min_j: typed(float, ge=0, le=1) = 0.5    # Youden's J below this (or an interval reaching 0): uninformative
 
 
 class OfficialPrompts(Entry):
@@ -136,6 +146,7 @@ class JudgeEntry(Entry):
     retries: typed(int, ge=0) = 2            # extra attempts for an unreadable verdict, each with a reminder
     structured_output: Flag = True           # JSON schema / choice where the engine supports it
     reliability: Annotated[ReliabilitySpec, null_is({})] = ReliabilitySpec()
+    validity: Annotated[ValiditySpec, null_is({})] = ValiditySpec()
 
     @field_validator("model", mode="before")
     @classmethod
@@ -160,6 +171,7 @@ class JudgeSpec:
     retries: int = JudgeEntry.default("retries")
     structured_output: bool = JudgeEntry.default("structured_output")
     reliability: ReliabilitySpec = field(default_factory=ReliabilitySpec)
+    validity: ValiditySpec = field(default_factory=ValiditySpec)
 
 
 def read_judges(path: Path, data: dict[str, Any], models: dict[str, ModelSpec], problems: Problems
@@ -197,7 +209,7 @@ def _judge(path: Path, bench: Any, entry: Any, models: dict[str, ModelSpec], pro
         return None
     return JudgeSpec(bench, parsed.model, parsed.prompts.name, parsed.prompts.official, max_tokens=parsed.max_tokens,
                      retries=parsed.retries, structured_output=parsed.structured_output,
-                     reliability=parsed.reliability)
+                     reliability=parsed.reliability, validity=parsed.validity)
 
 
 def judge_warnings(path: Path, judges: dict[str, JudgeSpec], models: dict[str, ModelSpec]) -> list[str]:

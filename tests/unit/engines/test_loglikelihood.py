@@ -124,7 +124,7 @@ def test_the_cache_keeps_each_continuations_number_and_adds_the_column_to_an_old
     old.execute("INSERT INTO responses VALUES ('g', 'B', 'stop', 3, 1, 0.1, NULL, '2026-01-01T00:00:00.000Z', 'm')")
     old.commit()
     old.close()
-    numbers = (-1.0986122886681098, -0.1, float(-1e-300), -42.0)
+    numbers = (-1.0986122886681098, -0.1, -1e-300, -42.0)
     with ResponseCache(path) as cache:
         with cache.writer() as writer:
             writer.put("s", Completion(text=None, logprobs=numbers, finish_reason="scored"))
