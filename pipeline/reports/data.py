@@ -154,7 +154,7 @@ def _scored(continuations: Any, logprobs: Any) -> dict[str, Any]:
 def ranked(answer: str | None, continuations: Any, logprobs: Any) -> str:
     """A log-likelihood answer as the sample browser shows it: per question, the options ranked by
     their log-probability (and per character); `answer` is the one chosen, by the setting's rule."""
-    conts, values = list(continuations or []), [float(x) for x in logprobs]
+    conts, values = ([] if continuations is None else list(continuations)), [float(x) for x in logprobs]
     n = len(conts) or 1
     blocks = []
     for start in range(0, len(values), n):

@@ -3,6 +3,8 @@ server from pipeline/testing/openai_server.py, with faults), next to the baselin
 
 from __future__ import annotations
 
+import json
+
 import duckdb
 from conftest import ROOT, write_yaml
 
@@ -85,3 +87,14 @@ def test_openai_endpoint_runs_every_protocol(workdir, monkeypatch):
             AND setting = 'zero_shot_ao_constrained' AND text NOT IN ('A', 'B', 'C', 'D')""").fetchone()[0]
         assert constrained == 0  # the server honoured structured_outputs.choice
         assert con.execute("SELECT count(*) FROM leaderboard WHERE model = 'served'").fetchone()[0] >= 5
+    # the report: lm-eval's resps / filtered_resps in samples_<benchmark>.jsonl, the options ranked in the browser
+    from pipeline.reports import write_reports
+
+    index = write_reports(workdir / "warehouse.duckdb", workdir / "report")
+    written = (index.parent / "samples_aceval.jsonl").read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in written.splitlines()]
+    scored_lines = [line for line in lines if line["model"] == "served-base"]
+    assert scored_lines and all(len(line["resps"]) == len(line["continuations"]) == len(line["filtered_resps"])
+                                and line["filtered_resps"][0][1] is None for line in scored_lines)
+    assert all("resps" not in line for line in lines if line["model"] == "served")
+    assert "by log-likelihood (options ranked" in (index.parent / "samples.html").read_text(encoding="utf-8")
