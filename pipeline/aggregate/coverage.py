@@ -157,7 +157,8 @@ def uninformative_note(bad: np.ndarray, tasks: np.ndarray, j: np.ndarray, low: n
                                                                                          high[bad])})
     listed = ", ".join(f"{t} J {x:.2f} [{lo:.2f}, {hi:.2f}]" for t, x, lo, hi in measured)
     return (f"uninformative judge: {int(bad.sum()):,} of its {int(scored.sum()):,} scored items were judged where "
-            f"the judge cannot tell the gold from a wrong answer ({listed}; judge_validity)")
+            f"its known-answer controls do not show that it tells the gold from a wrong answer ({listed}; "
+            "judge_validity)")
 
 
 def judge_verdict(judged, demo, n_scored: int, n_units: int) -> tuple[bool, str | None]:

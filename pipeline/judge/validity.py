@@ -116,8 +116,8 @@ def _row(benchmark: str, model: str, task: str, judged: Sequence[Mapping[str, An
     why = None if informative else (
         "no readable verdict on a positive and a negative" if youden is None else
         f"Youden's J {youden:.2f} [{j_low:.2f}, {j_high:.2f}]: "
-        + (f"below {spec.min_j:g}" if youden < spec.min_j else "its interval reaches 0")
-        + " (the judge cannot tell the gold from a wrong answer)")
+        + (f"below {spec.min_j:g} (the judge cannot tell the gold from a wrong answer)" if youden < spec.min_j else
+           "its interval reaches 0 (too few controls to show that the judge tells the gold from a wrong answer)"))
     return {"benchmark": benchmark, "model": model, "task": task, "judge_model": judge_model, "prompt_set": prompt_set,
             "n_positive": n_pos, "accepted_positive": k_pos, "positive_rate": k_pos / n_pos if n_pos else None,
             "positive_low": pos_low, "positive_high": pos_high,

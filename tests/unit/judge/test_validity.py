@@ -88,8 +88,8 @@ def test_a_row_judged_by_an_uninformative_judge_is_marked_with_its_weight_and_j(
         "judge_j_low": [0.6, -0.4, -0.4, -0.4], "judge_j_high": [1.0, 0.4, 0.4, 0.4]})
     scored_by, comparable, note = provenance(units)
     assert not comparable
-    assert note == ("uninformative judge: 2 of its 3 scored items were judged where the judge cannot tell the gold "
-                    "from a wrong answer (poem J 0.00 [-0.40, 0.40]; judge_validity)")
+    assert note == ("uninformative judge: 2 of its 3 scored items were judged where its known-answer controls do not "
+                    "show that it tells the gold from a wrong answer (poem J 0.00 [-0.40, 0.40]; judge_validity)")
     fine = units.assign(judge_uninformative=False)
     assert provenance(fine)[1:] == (True, None)
 
@@ -114,3 +114,11 @@ def test_rates_are_those_of_the_readable_verdicts(n):
     assert task["youden_j"] == (1.0 if n else None)
     assert task["informative"] == (n > 0 and task["j_low"] > 0)
     assert np.isfinite(task["negative_high"])
+
+
+def test_a_perfect_judge_on_one_control_each_is_not_yet_shown_informative():
+    judged = [{"item_id": "i", "model": "control:gold", "score": 1.0},
+              {"item_id": "i", "model": "control:other_gold", "score": 0.0}]
+    [task, _] = validity.rows("b", "m", judged, {"i": "t"}, ValiditySpec(), "j", "p")
+    assert task["youden_j"] == 1.0 and task["j_low"] < 0 and not task["informative"]
+    assert "too few controls to show that the judge tells the gold from a wrong answer" in task["note"]
