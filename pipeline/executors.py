@@ -51,8 +51,8 @@ def gpu_k8s_config(env: Mapping[str, str] = os.environ) -> dict[str, Any]:
 
 
 def inference_ops(assets: Iterable[dg.AssetsDefinition]) -> list[str]:
-    """Names of the ops that run in the `inference` pool (responses, judgements, judge_reliability);
-    an asset no run builds (configuration observed as data) has no op."""
+    """Names of the ops that run in the `inference` pool (responses, judgements, judge_reliability,
+    judge_validity); an asset no run builds (configuration observed as data) has no op."""
     return sorted({a.op.name for a in assets if a.is_executable and a.op.pool == INFERENCE_POOL})
 
 

@@ -23,7 +23,7 @@ models:
   random: {engine: baseline, strategy: random, seed: 0}
   oracle: {engine: baseline, strategy: oracle}
 """
-EVALUATED = {"model_inputs", "responses", "judgements", "scores", "judge_reliability"}
+EVALUATED = {"model_inputs", "responses", "judgements", "scores", "judge_reliability", "judge_validity"}
 
 
 @pytest.fixture

@@ -183,17 +183,20 @@ def test_benchmarks_without_a_judge_get_an_empty_partition(judged_run):
 
 
 def test_rows_say_who_judged_them_and_a_demo_judge_is_not_comparable(judged_run, tmp_path):
-    """A strong judge's rows name it and stand beside the paper; the same verdicts under the
-    bundled demo judge's identity (what VLLMEngine records for `bundled:gemma3-270m`) are marked
-    not comparable, the numbers unchanged."""
+    """A judge's rows name it, and say when its known-answer controls cannot vouch for it; the
+    same verdicts under the bundled demo judge's identity (what VLLMEngine records for
+    `bundled:gemma3-270m`) say that too, the numbers unchanged."""
     from pipeline.engines.vllm_engine import VLLMEngine
     from pipeline.warehouse import build_paper_tables
 
     _, con, _, workdir = judged_run
     rows = con.execute("""SELECT model, scored_by, comparable, score, note FROM paper_tables
         WHERE benchmark = 'wenmind' AND table_name = 'overall' ORDER BY model""").fetchall()
-    assert [r[:3] for r in rows] == [("oracle", "judge judge (wenheng prompts)", True),
-                                     ("random", "judge judge (wenheng prompts)", True)]
+    # the samples hold one item per WenMind task: too few known-answer controls to show any judge
+    # informative (judge_validity; tests/unit/judge/test_validity.py), so the rows say so
+    assert [r[:3] for r in rows] == [("oracle", "judge judge (wenheng prompts)", False),
+                                     ("random", "judge judge (wenheng prompts)", False)]
+    assert all("uninformative judge" in note and "bundled demo judge" not in note for *_, note in rows)
     demo = VLLMEngine("bundled:gemma3-270m").identity()
     copy = tmp_path / "demo.duckdb"
     shutil.copy(workdir / "warehouse.duckdb", copy)
@@ -206,7 +209,7 @@ def test_rows_say_who_judged_them_and_a_demo_judge_is_not_comparable(judged_run,
         marked = writable.execute("""SELECT model, comparable, score, note FROM paper_tables
             WHERE benchmark = 'wenmind' AND table_name = 'overall' ORDER BY model""").fetchall()
     assert [(m, c, s) for m, c, s, _ in marked] == [(m, False, s) for m, _, _, s, _ in rows]
-    assert all("bundled demo judge" in note for *_, note in marked)
+    assert all("bundled demo judge" in note and "uninformative judge" in note for *_, note in marked)
 
 
 def test_each_judgement_keeps_the_prompt_the_judge_was_sent(judged_run):
@@ -238,8 +241,13 @@ def test_a_corrected_reference_is_judged_again_for_every_model(judged_run, tmp_p
     monkeypatch.setenv("WENHENG_CORRECTIONS", str(corrections))
     summary = run_pipeline(["wenmind"], ["oracle", "random"], log=lambda _: None)
     assert summary.ok
-    for model in ("oracle", "random"):
-        assert summary.metadata("judgements", f"wenmind|{model}")["judge_calls_sent"] == 1
+    # random's answer did not change, its judge prompt did: judged again
+    assert summary.metadata("judgements", "wenmind|random")["judge_calls_sent"] == 1
+    # the oracle's answer is the new gold, which the known-answer controls (judge_validity, in the
+    # same run, through the same cache) may have judged first as the item's positive control
+    controls = sum(summary.metadata("judge_validity", f"wenmind|{m}")["judge_calls_sent"] for m in ("oracle", "random"))
+    assert summary.metadata("judgements", "wenmind|oracle")["judge_calls_sent"] + controls >= 1
+    assert summary.metadata("judgements", "wenmind|oracle")["judge_calls_sent"] <= 1
     assert summary.metadata("responses", "wenmind|oracle")["prompts_sent"] == 1   # it answers the gold
     with pytest.raises(KeyError):
         summary.metadata("responses", "wenmind|random")   # its answers are those it gave

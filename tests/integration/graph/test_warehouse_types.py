@@ -18,7 +18,7 @@ from resources.lake import lake_schema, to_arrow
 DECLARED = {table: getattr(schema, table.upper()) for table in BASE_TABLES}
 DUCKDB_TYPES = {
     pa.string(): "VARCHAR", pa.list_(pa.string()): "VARCHAR[]", pa.int64(): "BIGINT", pa.float64(): "DOUBLE",
-    pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMP WITH TIME ZONE",
+    pa.list_(pa.float64()): "DOUBLE[]", pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMP WITH TIME ZONE",
 }
 
 

@@ -75,7 +75,8 @@ def test_k8s_executor_gives_gpus_to_the_inference_steps_only():
     assert {job["executor"] for job in jobs.values()} == {"k8s"}
     assert all(job["k8s_job_executor"] for job in jobs.values())
     pods = jobs["evaluate"]["pods"]
-    assert set(pods) == {"responses", "judgements", "judge_reliability"}   # not scores: it needs no GPU
+    # not scores: it needs no GPU
+    assert set(pods) == {"responses", "judgements", "judge_reliability", "judge_validity"}
     for pod in pods.values():
         assert pod["limits"] == {"nvidia.com/gpu": "2"}
         assert pod["node_selector"] == {"cloud.google.com/gke-accelerator": "nvidia-l4"}
