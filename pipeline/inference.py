@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.config import ModelSpec
-from pipeline.engines import Completion, Request
+from pipeline.engines import Completion, Request, best_option
 from pipeline.engines.baseline import Pool, gold_pool, gold_use
 from pipeline.engines.cache import key_maker
 from pipeline.prompts import protocol, settings_for
@@ -111,13 +111,8 @@ def chosen_answer(req: Request, logprobs: tuple[float, ...], per_char: bool) -> 
     of several questions one after another."""
     answers = req.choices if req.choices and len(req.choices) == len(req.continuations) else req.continuations
     n = len(req.continuations)
-    picked = []
-    for start in range(0, len(logprobs), n):
-        values = logprobs[start:start + n]
-        weights = [max(len(c), 1) if per_char else 1 for c in req.continuations]
-        best = max(range(n), key=lambda k: (values[k] / weights[k], -k))
-        picked.append(answers[best])
-    return "".join(picked)
+    lengths = [len(c) for c in req.continuations] if per_char else None
+    return "".join(answers[best_option(logprobs[start:start + n], lengths)] for start in range(0, len(logprobs), n))
 
 
 def answer_space(item: dict[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...], int]:

@@ -94,3 +94,10 @@ class Engine(Protocol):
 
         `on_result(index, completion)` is called as each request finishes, so the caller can
         persist it at once: a crash or kill then loses at most the requests still in flight."""
+
+
+def best_option(logprobs: Sequence[float], lengths: Sequence[int] | None = None) -> int:
+    """The continuation a log-likelihood answer picks: the highest log-probability (divided by
+    `lengths`, characters, for acc_norm), ties to the first, deterministically."""
+    scaled = [v / max(n, 1) for v, n in zip(logprobs, lengths)] if lengths else list(logprobs)
+    return max(range(len(scaled)), key=lambda k: (scaled[k], -k))

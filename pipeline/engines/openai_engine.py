@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pipeline import stopping
-from pipeline.engines import Completion, Request
+from pipeline.engines import Completion, Request, best_option
 from pipeline.engines.identity import cache_identity
 from pipeline.engines.vllm_engine import plain_prompt
 from pipeline.redact import redact, watch_env
@@ -367,7 +367,7 @@ class OpenAIEngine:
             numbers += values
             tokens += (answer.get("usage") or {}).get("prompt_tokens") or 0
             if round_ + 1 < request.picks:
-                chosen += request.continuations[max(range(len(values)), key=lambda k: (values[k], -k))]
+                chosen += request.continuations[best_option(values)]
         return Completion(text=None, logprobs=tuple(numbers), finish_reason="scored", tokens_in=tokens or None,
                           tokens_out=0, latency_s=time.perf_counter() - started)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pipeline import stopping
-from pipeline.engines import Completion, Request
+from pipeline.engines import Completion, Request, best_option
 
 
 def score_requests(engine: Any, llm: Any, requests: Sequence[Request],
@@ -57,7 +57,7 @@ def score_requests(engine: Any, llm: Any, requests: Sequence[Request],
             tokens_in[i] += job.tokens
             req = requests[i]
             if round_ + 1 < req.picks:   # the model's own answer leads into the next question
-                chosen[i] += req.continuations[max(range(len(got)), key=lambda k: (got[k], -k))]
+                chosen[i] += req.continuations[best_option(got)]
             else:
                 finish(i, Completion(text=None, logprobs=tuple(numbers[i]), finish_reason="scored",
                                      tokens_in=tokens_in[i], tokens_out=0,
