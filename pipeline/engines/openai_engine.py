@@ -33,6 +33,7 @@ from typing import Any
 
 from pipeline import stopping
 from pipeline.engines import Completion, Request, best_option
+from pipeline.engines.echoed import continuation_logprobs
 from pipeline.engines.identity import cache_identity
 from pipeline.engines.vllm_engine import plain_prompt
 from pipeline.redact import redact, watch_env
@@ -406,25 +407,6 @@ class OpenAIEngine:
                 continue
             return Completion(text=None, error=status_error(status, raw), latency_s=time.perf_counter() - started)
         return raw
-
-
-def continuation_logprobs(answer: Mapping[str, Any], boundary: int, n: int) -> list[float]:
-    """Each echoed prompt's log-probability after character `boundary` (the context's length): the
-    sum over the tokens that reach past it. The server tokenises the joined text, so a token that
-    spans the boundary is counted with the continuation; `choices` come back by `index`."""
-    choices = sorted(answer["choices"], key=lambda c: c.get("index", 0))
-    if len(choices) != n:
-        raise ValueError(f"{len(choices)} choices for {n} prompts")
-    sums = []
-    for choice in choices:
-        logprobs = choice["logprobs"]
-        values, offsets = logprobs["token_logprobs"], logprobs["text_offset"]
-        ends = [*offsets[1:], len(choice.get("text") or "") or math.inf]
-        picked = [v for v, end in zip(values, ends) if end > boundary]
-        if not picked or any(v is None for v in picked):
-            raise ValueError("no log-probability for the continuation's tokens")
-        sums.append(float(sum(picked)))
-    return sums
 
 
 async def _cancel_after_grace(workers: list[asyncio.Future]) -> None:

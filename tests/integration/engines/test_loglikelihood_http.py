@@ -8,7 +8,8 @@ import pytest
 
 from pipeline.engines import Request
 from pipeline.engines.cache import ResponseCache, run_with_cache
-from pipeline.engines.openai_engine import OpenAIEngine, continuation_logprobs
+from pipeline.engines.echoed import continuation_logprobs
+from pipeline.engines.openai_engine import OpenAIEngine
 from pipeline.testing import openai_server
 from pipeline.testing.openai_server import OpenAIServer, char_logprob
 
