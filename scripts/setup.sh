@@ -29,7 +29,7 @@ if [ ${#wanted_debs[@]} -gt 0 ]; then
 fi
 
 convert_model() {
-  # The bundled tiny model, converted once for vLLM (about 1-2 min on 2 cores; a no-op when done),
+  # The bundled tiny model, converted once for vLLM (about 35 s on 2 cores; a no-op when done),
   # so neither `wenheng run` nor a test pays for it or for its 3.5 GB peak beside a loaded engine.
   [ "$target" = cpu ] || return 0
   .venv/bin/python -m pipeline.engines.local_model
