@@ -136,11 +136,13 @@ def _add_partitions(context: dg.SensorEvaluationContext, partitions: dg.DynamicP
 def stale_sensor(context: dg.SensorEvaluationContext):
     from pipeline.locking import holder
     from pipeline.run_inputs import Inputs
+    from pipeline.runner import fail_orphaned_runs
     from pipeline.staleness import Phases, in_flight, next_wave
 
     held = holder()
     if held:
         return dg.SkipReason(f"a wenheng run is building ({held}); it leaves everything up to date")
+    fail_orphaned_runs(context.instance, context.log.info)   # a killed run's leftovers would be waited on forever
     busy = in_flight(context.instance)
     if busy:
         return dg.SkipReason(f"waiting for {len(busy)} run(s) in flight before planning again")

@@ -347,21 +347,36 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def fail_orphaned_runs(instance, log: Callable[[str], None] = print) -> list[str]:
-    """Mark failed the runs left STARTED by a `wenheng run` on this host whose process is gone
-    (killed, or the machine went down). Returns their ids."""
+# A run launched elsewhere (the UI, the daemon) that has not started this long after its creation
+# never will: its launcher is gone (Dagster's own run monitoring fails a STARTING run the same way)
+NEVER_STARTED_S = 300.0
+
+
+def fail_orphaned_runs(instance, log: Callable[[str], None] = print, now: float | None = None) -> list[str]:
+    """Mark failed the runs nothing will finish, each said in one line: those a `wenheng run` on
+    this host left NOT_STARTED, STARTING, STARTED or CANCELING and whose process is gone (killed
+    between creating a run and starting it, or while it ran, or the machine went down), and those
+    launched elsewhere still NOT_STARTED NEVER_STARTED_S after their creation. Returns their ids.
+    Left in flight, each would make every later run wait for it (pipeline/staleness.py)."""
     import dagster as dg
 
-    host, marked = socket.gethostname(), []
-    for run in instance.get_runs(filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.CANCELING])):
-        pid = run.tags.get(PID_TAG)
-        if pid is None or run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or alive(int(pid)):
+    host, marked, now = socket.gethostname(), [], time.time() if now is None else now
+    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                dg.DagsterRunStatus.CANCELING]
+    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=statuses)):
+        run, pid = record.dagster_run, record.dagster_run.tags.get(PID_TAG)
+        if pid is not None:
+            if run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or alive(int(pid)):
+                continue
+            why = f"by pid {pid}, which is gone"
+        elif (run.status == dg.DagsterRunStatus.NOT_STARTED
+              and now - record.create_timestamp.timestamp() > NEVER_STARTED_S):
+            why = f"since {record.create_timestamp:%Y-%m-%d %H:%M} UTC (its launcher is gone)"
+        else:
             continue
-        instance.report_run_failed(run, message=f"the process that ran it (pid {pid}) is gone")
+        instance.report_run_failed(run, message=f"left {run.status.value} {why}")
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # its pool slot, else held forever
-        log(f"  run {run.run_id} ({run.job_name}) was left {run.status.value} by pid {pid}, which is gone: "
-            "marked failed")
+        log(f"  run {run.run_id} ({run.job_name}) was left {run.status.value} {why}: marked failed")
         marked.append(run.run_id)
     return marked
 

@@ -164,20 +164,45 @@ def daemon_alive(instance, within_s: float = 120.0) -> bool:
     return any(time.time() - beat.timestamp < within_s for beat in beats.values())
 
 
+class RunsInFlight(RuntimeError):
+    """Runs launched elsewhere were still in flight when the wait for them ran out."""
+
+
+WAIT_ENV = "WENHENG_WAIT_FOR_RUNS_S"   # how long `wenheng run` waits for runs launched elsewhere
+
+
 def wait_for_runs(instance, log: Callable[[str], None], stopped: Callable[[], bool],
-                  every_s: float = 1.0, own_pid: int | None = None) -> None:
+                  every_s: float = 1.0, own_pid: int | None = None, limit_s: float | None = None) -> None:
     """Until no run launched elsewhere (the daemon, the UI) is in flight: what they write is what
-    this plan must see, and running the same partition twice at once would only do it twice."""
-    said = 0
+    this plan must see, and running the same partition twice at once would only do it twice. At
+    most `limit_s` (${WENHENG_WAIT_FOR_RUNS_S}, default an hour): then RunsInFlight, naming them."""
+    import os
+
+    if limit_s is None:
+        raw = os.environ.get(WAIT_ENV, "3600")
+        try:
+            limit_s = float(raw)
+        except ValueError:
+            from pipeline.errors import ConfigError
+
+            raise ConfigError(f"${WAIT_ENV}={raw!r}: expected a number of seconds") from None
+    said, started = 0, time.monotonic()
     while not stopped():
         runs = in_flight(instance, exclude_pid=own_pid)
         if not runs:
             return
+        names = ", ".join(f"{r.job_name}" + (f" [{r.tags.get('dagster/partition')}]"
+                                              if r.tags.get("dagster/partition") else "") + f" ({r.run_id[:8]})"
+                          for r in runs[:4]) + (", ..." if len(runs) > 4 else "")
+        if time.monotonic() - started >= limit_s:
+            raise RunsInFlight(
+                f"{len(runs)} run{'s' * (len(runs) > 1)} launched elsewhere still in flight after {limit_s:.0f} s: "
+                f"{names}; let them finish, or terminate them in the Dagster UI (Runs), then run again "
+                f"(${WAIT_ENV} sets the wait)")
         if len(runs) != said:
-            names = ", ".join(f"{r.job_name}" + (f" [{r.tags.get('dagster/partition')}]"
-                                                  if r.tags.get("dagster/partition") else "") for r in runs[:4])
             log(f"waiting for {len(runs)} run{'s' * (len(runs) > 1)} launched elsewhere (the daemon or the UI): "
-                f"{names}{', ...' if len(runs) > 4 else ''}")
+                f"{names}; at most {limit_s:.0f} s (${WAIT_ENV}); to stop waiting, terminate "
+                f"{'them' if len(runs) > 1 else 'it'} in the Dagster UI (Runs)")
             said = len(runs)
         time.sleep(every_s)
 

@@ -55,6 +55,7 @@ def run_stages(stages: Callable[[], Any], stopped_says: str) -> tuple[Any, int |
     when the lock is held or a signal stopped it (said in one line ending in `stopped_says`)."""
     from pipeline import locking, progress, stopping
     from pipeline.executors import shield_step_helpers
+    from pipeline.staleness import RunsInFlight
 
     progress.claim_terminal()  # before Dagster redirects stderr inside each step
     started = time.perf_counter()
@@ -68,7 +69,7 @@ def run_stages(stages: Callable[[], Any], stopped_says: str) -> tuple[Any, int |
                 from pipeline.engines.vllm_engine import shutdown_engines
 
                 shutdown_engines()
-    except locking.LockHeld as exc:
+    except (locking.LockHeld, RunsInFlight) as exc:
         error(str(exc))
         return None, LOCK_HELD
     if getattr(summary, "stopped", None) is not None or stopping.stop_requested():

@@ -206,3 +206,37 @@ def test_nightly_rebuild_asks_a_prepare_run_per_benchmark(workdir, monkeypatch):
         requests = list(nightly_rebuild.evaluate_tick(context).run_requests)
     assert [r.partition_key for r in requests] == list(load_sources(ROOT / "data" / "sources.yaml"))
     assert len({r.run_key for r in requests}) == len(requests)
+
+
+def test_runs_nothing_will_finish_are_failed_and_the_wait_for_the_rest_is_bounded():
+    """A `wenheng run` killed between creating a run and starting it leaves it NOT_STARTED; a UI
+    launch whose launcher died leaves one too. Both are failed at the next start, each in one line;
+    a run that is alive is waited on, at most the limit, then named."""
+    import socket
+    import time
+
+    import pytest
+
+    from pipeline.paths import HOST_TAG, PID_TAG
+    from pipeline.runner import NEVER_STARTED_S, fail_orphaned_runs
+    from pipeline.staleness import RunsInFlight, in_flight, wait_for_runs
+
+    dead = 2 ** 22 + 12345   # above the default pid_max: no process has it
+    prepare = defs.resolve_job_def("prepare")
+    with dg.instance_for_test() as instance:
+        def run(status, **tags):
+            return instance.create_run_for_job(job_def=prepare, status=status, tags=tags).run_id
+
+        killed = run(dg.DagsterRunStatus.NOT_STARTED, **{PID_TAG: str(dead), HOST_TAG: socket.gethostname()})
+        running = run(dg.DagsterRunStatus.STARTED, **{PID_TAG: str(dead), HOST_TAG: socket.gethostname()})
+        launched = run(dg.DagsterRunStatus.NOT_STARTED)   # from the UI: no wenheng pid
+        elsewhere = run(dg.DagsterRunStatus.STARTED)      # the daemon's, running
+        said: list[str] = []
+        assert sorted(fail_orphaned_runs(instance, said.append)) == sorted([killed, running])
+        assert len(said) == 2 and all("gone: marked failed" in line for line in said)
+        later = time.time() + NEVER_STARTED_S + 1
+        assert fail_orphaned_runs(instance, said.append, now=later) == [launched]
+        assert "launcher is gone" in said[-1]
+        assert {r.run_id for r in in_flight(instance)} == {elsewhere}
+        with pytest.raises(RunsInFlight, match=rf"1 run launched elsewhere still in flight after 0 s: prepare \({elsewhere[:8]}\)"):
+            wait_for_runs(instance, said.append, lambda: False, every_s=0.01, limit_s=0.0)
