@@ -7,7 +7,7 @@ folders; `dagster-webserver` and `dagster-daemon` (which launches queued runs, a
 `dagster dev`) serve that instance on a free loopback port.
 
 Screenshots go to a temp folder, and to data/reports/ui/ too when WENHENG_SCREENSHOTS=1. Without
-/usr/bin/chromium (scripts/setup.sh installs it where it can) the tests skip, unless
+/usr/bin/chromium (scripts/setup.sh --tests installs it where it can) the tests skip, unless
 WENHENG_REQUIRE_BROWSER=1 makes that a failure."""
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ VIEWPORT = {"width": 1920, "height": 1200}
 def _require_browser():
     reason = None
     if not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (scripts/setup.sh installs Debian's chromium when run as root)"
+        reason = f"{CHROMIUM} is missing (scripts/setup.sh --tests installs Debian's chromium when run as root)"
     else:
         try:
             import playwright.sync_api  # noqa: F401
         except ImportError:
-            reason = "playwright is not installed (it is in the dev extra: scripts/setup.sh)"
+            reason = "playwright is not installed (it is in the dev extra: scripts/setup.sh --tests)"
     if reason and os.environ.get("WENHENG_REQUIRE_BROWSER") == "1":
         pytest.fail(f"WENHENG_REQUIRE_BROWSER=1 but {reason}")
     if reason:
