@@ -37,7 +37,7 @@ from pipeline.cli.commands import (
     report,
     write_submission,
 )
-from pipeline.cli.output import UserError, error, say, text_table
+from pipeline.cli.output import UserError, error, lenient_streams, say, text_table
 from pipeline.cli.run import LIMIT_ENV, partition_rows, run, summary_table
 from pipeline.terminal import quiet_interrupts, route_logs
 
@@ -184,6 +184,7 @@ def contamination_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     quiet_interrupts()
+    lenient_streams()
     try:
         return _main(argv)
     except KeyboardInterrupt:   # Ctrl-C outside a run's own handling (imports, loading, the report): one line

@@ -50,8 +50,52 @@ def _cell(value) -> str:
 
 
 def error(message: str) -> None:
-    print(f"wenheng: {message}", file=sys.stderr)
+    _line(f"wenheng: {message}", "stderr")
 
 
 def say(message: str) -> None:
-    print(f"[wenheng] {message}", flush=True)
+    _line(f"[wenheng] {message}", "stdout")
+
+
+def lenient_streams() -> None:
+    """What the terminal cannot encode (PYTHONIOENCODING=ascii, a C locale) is replaced, not fatal."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
+def _line(text: str, name: str) -> None:
+    """One line to the terminal. A terminal that has gone (`wenheng run | head -2`, a closed
+    window) does not stop the work: the stream is pointed at /dev/null, so every later print
+    succeeds, and this line and the later ones go to the run's log."""
+    stream = getattr(sys, name)
+    if not getattr(stream, "_wenheng_gone", False):
+        try:
+            print(text, file=stream, flush=True)
+            return
+        except (BrokenPipeError, OSError, ValueError):   # EPIPE, EIO, or a stream closed under us
+            _reader_gone(stream)
+    from pipeline.terminal import run_log_file
+
+    log = run_log_file()
+    if log is not None:
+        try:
+            with log.open("a", encoding="utf-8", errors="replace") as out:
+                out.write(text + "\n")
+        except OSError:
+            pass
+
+
+def _reader_gone(stream) -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())   # what is still buffered, and every later write, goes nowhere
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    try:
+        stream._wenheng_gone = True
+    except AttributeError:
+        pass
