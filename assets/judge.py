@@ -63,7 +63,7 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
 
 
 @dg.asset(
-    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
     kinds={"parquet"}, pool="inference", ins=ITEM_STAGE_INS,
 )
 def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: Frame,
@@ -87,9 +87,7 @@ def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource,
     task_of = {item_id: it["task"] for item_id, it in items_by_id.items()}
     picked = reliability.sample(judged, task_of, judge.reliability)
     repeats, stats = {}, JudgeStats()
-    # Repeats measure the judge on what a model wrote; a baseline's answers are golds (oracle) or
-    # chance (random), which the known-answer controls (judge_validity) already judge.
-    if judge.reliability.repeats and picked and models.spec(model).engine != "baseline":
+    if judge.reliability.repeats and picked:
         by_key = {(r["item_id"], r["variant"], r["setting"]): r for r in schema.records(responses)}
         with models.response_cache() as cache:
             repeats, stats = repeat_scores(judge, prompt_set(judge), models.engine(judge.model), picked, by_key,
