@@ -136,8 +136,7 @@ def _add_partitions(context: dg.SensorEvaluationContext, partitions: dg.DynamicP
 def stale_sensor(context: dg.SensorEvaluationContext):
     from pipeline.locking import holder
     from pipeline.run_inputs import Inputs
-    from pipeline.runner import fail_orphaned_runs
-    from pipeline.staleness import Phases, in_flight, next_wave
+    from pipeline.staleness import Phases, fail_orphaned_runs, in_flight, next_wave
 
     held = holder()
     if held:

@@ -33,10 +33,9 @@ from typing import Any
 
 from pipeline import memory, stopping
 from pipeline.failures import append_log, failure_cause, traceback_text
-from pipeline.locking import alive
 from pipeline.paths import HOST_TAG, PID_TAG, RUN_TAG
 from pipeline.run_inputs import Inputs
-from pipeline.staleness import Phases, Planned, partitions, plan, wait_for_runs
+from pipeline.staleness import Phases, Planned, fail_orphaned_runs, partitions, plan, wait_for_runs
 
 
 def _share(x: float) -> str:
@@ -345,40 +344,6 @@ def format_value(value: Any) -> str:
         text = f"{value:.3f}".rstrip("0").rstrip(".")
         return "0" if text == "-0" else text
     return str(value)
-
-
-# A run launched elsewhere (the UI, the daemon) that has not started this long after its creation
-# never will: its launcher is gone (Dagster's own run monitoring fails a STARTING run the same way)
-NEVER_STARTED_S = 300.0
-
-
-def fail_orphaned_runs(instance, log: Callable[[str], None] = print, now: float | None = None) -> list[str]:
-    """Mark failed the runs nothing will finish, each said in one line: those a `wenheng run` on
-    this host left NOT_STARTED, STARTING, STARTED or CANCELING and whose process is gone (killed
-    between creating a run and starting it, or while it ran, or the machine went down), and those
-    launched elsewhere still NOT_STARTED NEVER_STARTED_S after their creation. Returns their ids.
-    Left in flight, each would make every later run wait for it (pipeline/staleness.py)."""
-    import dagster as dg
-
-    host, marked, now = socket.gethostname(), [], time.time() if now is None else now
-    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-                dg.DagsterRunStatus.CANCELING]
-    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=statuses)):
-        run, pid = record.dagster_run, record.dagster_run.tags.get(PID_TAG)
-        if pid is not None:
-            if run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or alive(int(pid)):
-                continue
-            why = f"by pid {pid}, which is gone"
-        elif (run.status == dg.DagsterRunStatus.NOT_STARTED
-              and now - record.create_timestamp.timestamp() > NEVER_STARTED_S):
-            why = f"since {record.create_timestamp:%Y-%m-%d %H:%M} UTC (its launcher is gone)"
-        else:
-            continue
-        instance.report_run_failed(run, message=f"left {run.status.value} {why}")
-        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # its pool slot, else held forever
-        log(f"  run {run.run_id} ({run.job_name}) was left {run.status.value} {why}: marked failed")
-        marked.append(run.run_id)
-    return marked
 
 
 _SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -164,6 +165,45 @@ def daemon_alive(instance, within_s: float = 120.0) -> bool:
     return any(time.time() - beat.timestamp < within_s for beat in beats.values())
 
 
+# A run launched elsewhere (the UI, the daemon) that has not started this long after its creation
+# never will: its launcher is gone (Dagster's own run monitoring fails a STARTING run the same way)
+NEVER_STARTED_S = 300.0
+
+
+def fail_orphaned_runs(instance, log: Callable[[str], None] = print, now: float | None = None) -> list[str]:
+    """Mark failed the runs nothing will finish, each said in one line: those a `wenheng run` on
+    this host left NOT_STARTED, STARTING, STARTED or CANCELING and whose process is gone (killed
+    between creating a run and starting it, or while it ran, or the machine went down), and those
+    launched elsewhere still NOT_STARTED NEVER_STARTED_S after their creation. Returns their ids.
+    Left in flight, each would make every later run wait for it (pipeline/staleness.py)."""
+    import socket
+
+    import dagster as dg
+
+    from pipeline.locking import alive
+    from pipeline.paths import HOST_TAG, PID_TAG
+
+    host, marked, now = socket.gethostname(), [], time.time() if now is None else now
+    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+                dg.DagsterRunStatus.CANCELING]
+    for record in instance.get_run_records(filters=dg.RunsFilter(statuses=statuses)):
+        run, pid = record.dagster_run, record.dagster_run.tags.get(PID_TAG)
+        if pid is not None:
+            if run.tags.get(HOST_TAG) != host or int(pid) == os.getpid() or alive(int(pid)):
+                continue
+            why = f"by pid {pid}, which is gone"
+        elif (run.status == dg.DagsterRunStatus.NOT_STARTED
+              and now - record.create_timestamp.timestamp() > NEVER_STARTED_S):
+            why = f"since {record.create_timestamp:%Y-%m-%d %H:%M} UTC (its launcher is gone)"
+        else:
+            continue
+        instance.report_run_failed(run, message=f"left {run.status.value} {why}")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)  # its pool slot, else held forever
+        log(f"  run {run.run_id} ({run.job_name}) was left {run.status.value} {why}: marked failed")
+        marked.append(run.run_id)
+    return marked
+
+
 class RunsInFlight(RuntimeError):
     """Runs launched elsewhere were still in flight when the wait for them ran out."""
 
@@ -176,8 +216,6 @@ def wait_for_runs(instance, log: Callable[[str], None], stopped: Callable[[], bo
     """Until no run launched elsewhere (the daemon, the UI) is in flight: what they write is what
     this plan must see, and running the same partition twice at once would only do it twice. At
     most `limit_s` (${WENHENG_WAIT_FOR_RUNS_S}, default an hour): then RunsInFlight, naming them."""
-    import os
-
     if limit_s is None:
         raw = os.environ.get(WAIT_ENV, "3600")
         try:

@@ -218,8 +218,7 @@ def test_runs_nothing_will_finish_are_failed_and_the_wait_for_the_rest_is_bounde
     import pytest
 
     from pipeline.paths import HOST_TAG, PID_TAG
-    from pipeline.runner import NEVER_STARTED_S, fail_orphaned_runs
-    from pipeline.staleness import RunsInFlight, in_flight, wait_for_runs
+    from pipeline.staleness import NEVER_STARTED_S, RunsInFlight, fail_orphaned_runs, in_flight, wait_for_runs
 
     dead = 2 ** 22 + 12345   # above the default pid_max: no process has it
     prepare = defs.resolve_job_def("prepare")
