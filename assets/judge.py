@@ -63,7 +63,7 @@ def judgements(context: dg.AssetExecutionContext, models: ModelsResource, respon
 
 
 @dg.asset(
-    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="1",
+    group_name=EVALUATE, partitions_def=benchmark_x_model, io_manager_key="lake", code_version="2",
     kinds={"parquet"}, pool="inference", ins=ITEM_STAGE_INS,
 )
 def judge_reliability(context: dg.AssetExecutionContext, models: ModelsResource, judgements: Frame,

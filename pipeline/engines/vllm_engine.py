@@ -126,6 +126,14 @@ _PARALLEL_IN_IDENTITY = ("tensor_parallel_size", "pipeline_parallel_size")
 _NOT_IN_IDENTITY = ("data_parallel_size",)
 
 
+# JSON verdicts with no whitespace between their tokens: vLLM's xgrammar backend reads this flag from
+# the engine's configuration only (the request's own is ignored), and without it a weak judge fills
+# its budget with blank lines inside the array (the demo's WenMind repeats wrote 192 tokens of
+# "\r\n" where the verdict needs 9). vLLM takes the flag with a named backend only (xgrammar, which
+# its `auto` picks for these schemas). One's own `structured_outputs_config` replaces it.
+COMPACT_JSON = {"backend": "xgrammar", "disable_any_whitespace": True}
+
+
 class VLLMEngine:
     """`chat_template`: True renders prompts with the model's own chat template (instruct models),
     False sends the turns' text as a plain completion prompt (base models), and a string is a
@@ -151,11 +159,13 @@ class VLLMEngine:
                 and llm_kwargs.get("distributed_executor_backend") != "external_launcher"):
             raise ValueError("data_parallel_size above 1 needs one vLLM process per replica: serve the model "
                              "with `vllm serve --data-parallel-size N` and use engine: openai")
-        self.llm_kwargs = llm_kwargs
+        self.llm_kwargs = {"structured_outputs_config": COMPACT_JSON, **llm_kwargs}
 
     KIND = "vllm"
     TRANSPORT = _NOT_IN_IDENTITY
-    LEFT_OUT_AT = {name: 1 for name in _PARALLEL_IN_IDENTITY}   # one device's answers: keys as before
+    # one device's answers, and compact JSON (it changes only structured outputs, whose verdicts
+    # cached before it read the same): keys as before
+    LEFT_OUT_AT = {**{name: 1 for name in _PARALLEL_IN_IDENTITY}, "structured_outputs_config": COMPACT_JSON}
 
     def identity(self) -> dict[str, Any]:
         """The constructor's parameters and vLLM's own (llm_kwargs) but TRANSPORT
@@ -325,7 +335,8 @@ def _step_until_done(engine, pending: dict[str, tuple[int, float]],
 
 def _structured(params_type, req: Request):
     """Constrained decoding: one of `constrain_to`, or JSON under `json_schema` (no free
-    whitespace, so a weak model cannot spend its budget on blanks between the tokens)."""
+    whitespace, so a weak model cannot spend its budget on blanks between the tokens: set for the
+    engine, `structured_outputs_config` in VLLMEngine, which xgrammar reads; here for the others)."""
     if req.constrain_to:
         return params_type(choice=list(req.constrain_to))
     if req.json_schema is not None:

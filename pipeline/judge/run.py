@@ -21,7 +21,16 @@ from pipeline.benchmarks import card
 from pipeline.engines import Engine, Request
 from pipeline.engines.cache import ResponseCache, cache_key, run_with_cache
 from pipeline.judge.prompts import OFFICIAL, Judged, NotJudged, PromptSet, load_card_prompts, load_official
-from pipeline.judge.verdicts import CHOICES, SCHEMAS, Unparseable, Verdict, parse
+from pipeline.judge.verdicts import (
+    CHOICES,
+    REASON_CHARS,
+    REPEAT_REASON_CHARS,
+    SCHEMAS,
+    Unparseable,
+    Verdict,
+    parse,
+    schema,
+)
 from pipeline.redact import redact
 
 if TYPE_CHECKING:   # the configuration is read above the judge, which only takes its entries
@@ -62,22 +71,23 @@ def judge_identity(spec: JudgeSpec, engine: Engine) -> dict[str, Any]:
     return {"model": spec.model, "engine": engine.identity()}
 
 
-def sampling(spec: JudgeSpec, score_type: str, temperature: float = 0.0, seed: int | None = None) -> dict[str, Any]:
+def sampling(spec: JudgeSpec, score_type: str, temperature: float = 0.0, seed: int | None = None,
+             reason_chars: int = REASON_CHARS) -> dict[str, Any]:
     """The sampling part of a judge call's cache key (and what the request carries)."""
     params: dict[str, Any] = {"temperature": temperature, "max_tokens": spec.max_tokens}
     if spec.structured_output:
         if score_type in CHOICES:
             params["choice"] = list(CHOICES[score_type])
         elif score_type in SCHEMAS:
-            params["json_schema"] = SCHEMAS[score_type]
+            params["json_schema"] = schema(score_type, reason_chars)
     if seed is not None:
         params["seed"] = seed
     return params
 
 
 def request(spec: JudgeSpec, identity: Mapping[str, Any], score_type: str, text: str,
-            temperature: float = 0.0, seed: int | None = None) -> Request:
-    params = sampling(spec, score_type, temperature, seed)
+            temperature: float = 0.0, seed: int | None = None, reason_chars: int = REASON_CHARS) -> Request:
+    params = sampling(spec, score_type, temperature, seed, reason_chars)
     messages = ({"role": "user", "content": text},)
     return Request(cache_key=cache_key(spec.model, dict(identity["engine"]), messages, params), messages=messages,
                    max_tokens=spec.max_tokens, temperature=temperature,
@@ -242,7 +252,9 @@ def repeat_scores(spec: JudgeSpec, prompts: PromptSet, engine: Engine, picked: I
     """The picked judgements judged again `reliability.repeats` times at `reliability.temperature`,
     each repeat with its own sampling seed (part of its key, so repeats are cached apart and
     differ where the engine honours seeds). (item_id, variant, setting) -> one score per repeat,
-    None where the verdict was unreadable or the call failed (no retries: the spread is the point)."""
+    None where the verdict was unreadable or the call failed (no retries: the spread is the point).
+    Under a JSON schema the repeats' reasons are capped at REPEAT_REASON_CHARS: the score comes
+    first, so its spread is the same, for a fraction of the tokens."""
     rel = spec.reliability
     identity = judge_identity(spec, engine)
     stats = JudgeStats()
@@ -257,8 +269,8 @@ def repeat_scores(spec: JudgeSpec, prompts: PromptSet, engine: Engine, picked: I
             continue
         for r in range(rel.repeats):
             seed = rel.seed * 1000 + r + 1
-            batch.append((key, request(spec, identity, prepared.score_type, prepared.text, rel.temperature, seed),
-                          prepared.score_type))
+            batch.append((key, request(spec, identity, prepared.score_type, prepared.text, rel.temperature, seed,
+                                       REPEAT_REASON_CHARS), prepared.score_type))
     out: dict[tuple, list[float | None]] = defaultdict(list)
     if not batch:
         return dict(out), stats

@@ -42,6 +42,22 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 CHOICES: dict[str, tuple[str, ...]] = {"binary": ("Y", "N")}
 
+# The reasons' cap in reliability repeats. Every schema puts the score before the reason, so the
+# sampled score cannot depend on the reason that follows it: the repeats' scores have the same law
+# with an empty reason, and a weak judge at temperature 0.7 no longer rambles to REASON_CHARS
+# (the demo's WenMind repeats: 19 s of a run).
+REPEAT_REASON_CHARS = 0
+
+
+def schema(score_type: str, reason_chars: int = REASON_CHARS) -> dict[str, Any]:
+    """The type's JSON schema, its reason (the last element, where it has one) capped at
+    `reason_chars` characters."""
+    base = SCHEMAS[score_type]
+    if reason_chars == REASON_CHARS:
+        return base
+    items = [dict(item, maxLength=reason_chars) if "maxLength" in item else item for item in base["prefixItems"]]
+    return {**base, "prefixItems": items}
+
 _ALLOWED = {"mcq_single": {0.0, 1.0}, "mcq_multi": {0.0, 0.5, 1.0}}
 _YN = re.compile(r"(?<![A-Za-z])(Y(?:ES)?|N(?:O)?)(?![A-Za-z])", re.IGNORECASE)
 

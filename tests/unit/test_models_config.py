@@ -40,7 +40,8 @@ def test_a_bad_revision_is_one_line(tmp_path, written):
 def test_vllm_parallel_sizes_reach_the_engine(tmp_path):
     spec = _load(tmp_path, VLLM + "    tensor_parallel_size: 2\n    pipeline_parallel_size: 2\n")
     engine = build_engine(spec)
-    assert engine.llm_kwargs == {"tensor_parallel_size": 2, "pipeline_parallel_size": 2}  # passed to vllm.LLM
+    assert engine.llm_kwargs == {"tensor_parallel_size": 2, "pipeline_parallel_size": 2,   # passed to vllm.LLM
+                                 "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True}}
     identity = engine.identity()
     assert identity["tensor_parallel_size"] == 2 and identity["pipeline_parallel_size"] == 2
 

@@ -21,6 +21,16 @@ def test_parallelism_that_can_change_numerics_is_in_the_identity_and_data_parall
     assert "data_parallel_size" in replicas.llm_kwargs   # still passed to vllm.LLM
 
 
+
+def test_compact_json_is_the_default_for_the_engine_and_keeps_the_keys_cached_before_it():
+    base = VLLMEngine("m")
+    assert base.llm_kwargs["structured_outputs_config"] == {"backend": "xgrammar", "disable_any_whitespace": True}   # to vllm.LLM
+    assert "structured_outputs_config" not in base.identity()
+    own = VLLMEngine("m", structured_outputs_config={"backend": "guidance"})
+    assert own.llm_kwargs["structured_outputs_config"] == {"backend": "guidance"}
+    assert own.identity() == base.identity() | {"structured_outputs_config": {"backend": "guidance"}}
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
 def test_parallel_sizes_are_positive_integers(bad):
     with pytest.raises(ValueError, match="tensor_parallel_size must be a positive integer"):

@@ -20,7 +20,7 @@ from pipeline.engines.openai_engine import OpenAIEngine
 from pipeline.judge import reliability
 from pipeline.judge.prompts import PromptSet, load_card_prompts, load_official
 from pipeline.judge.run import combine_scores, judge_responses, prompt_set, repeat_scores
-from pipeline.judge.verdicts import SCHEMAS, Unparseable, parse
+from pipeline.judge.verdicts import REASON_CHARS, SCHEMAS, Unparseable, parse
 from pipeline.testing.openai_server import Fault
 
 # -- reading verdicts ---------------------------------------------------------------------------
@@ -299,6 +299,11 @@ def test_reliability_repeats_a_seeded_sample_and_compares_with_the_rules(monkeyp
             assert stats.sent == 0                                             # repeats are cached too
     repeat_bodies = [b for b in server.last_body.values() if b["temperature"] == 0.7]
     assert repeat_bodies and all(b["seed"] in (1, 2, 3) for b in repeat_bodies)   # each repeat its own seed
+    # the score comes before the reason in every schema: repeats ask for none (the first judgements'
+    # schemas, with REASON_CHARS, are checked above)
+    reasons = [item.get("maxLength") for b in repeat_bodies if "response_format" in b
+               for item in b["response_format"]["json_schema"]["schema"]["prefixItems"] if "maxLength" in item]
+    assert reasons and set(reasons) == {0} and REASON_CHARS > 0
     rule = [_response(ITEMS[0], "B") | {"kind": "rule", "scorer": "option@1", "score": 1.0},
             _response(ITEMS[1], "A、C") | {"kind": "rule", "scorer": "option_multi@1", "score": 0.5}]
     table = reliability.rows("wenmind", "m", judged, rule, task_of, repeats, spec.reliability, "judge", "wenheng-1")
