@@ -25,7 +25,7 @@ SIDE_REPORTS = ("quarantine", "corrections_audit", "contamination", "corpus_over
 
 
 @dg.asset(
-    group_name=WAREHOUSE, code_version="1", kinds={"duckdb"}, pool="duckdb",
+    group_name=WAREHOUSE, code_version="2", kinds={"duckdb"}, pool="duckdb",
     # It loads every lake table (BASE_TABLES in pipeline/warehouse/); its deps are those no other
     # dep already implies: judge_reliability, which items, dedup_clusters, item_variants, prompts,
     # responses, judgements and scores all lead to, judge_validity, and the side reports no other

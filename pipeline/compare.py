@@ -20,10 +20,11 @@ import pandas as pd
 
 from pipeline import aggregate
 from pipeline.benchmarks import cards
+from pipeline.rows import judge_j_text
 
 KEYS = ["benchmark", "table_name", "row_order", "row_label", "metric", "split", "setting", "variant"]
 COLUMNS = [*KEYS, "title", "headline", "model_a", "model_b", "score_a", "score_b", "difference", "ci_low",
-           "ci_high", "p_value", "replicates", "n_items", "n_scored_a", "n_scored_b", "comparable"]
+           "ci_high", "p_value", "replicates", "n_items", "n_scored_a", "n_scored_b", "comparable", "judge"]
 # A p-value at the floor of 1,000 replicates (1/1,001) is drawn again with this many, the first
 # 1,000 the same: "p ≤ 0.001" becomes a number, or "≤ 0.0001".
 MORE_REPLICATES = 10_000
@@ -185,8 +186,16 @@ def _pairs(rows: pd.DataFrame, model_a: str, model_b: str) -> pd.DataFrame:
                     "ci_high": d.ci_high, "p_value": d.p_value, "replicates": len(ra["replicates"]),
                     "n_items": int(ra["n_items"]),
                     "n_scored_a": int(ra["n_scored"]), "n_scored_b": int(rb["n_scored"]),
-                    "comparable": bool(ra["comparable"]) and bool(rb["comparable"])})
+                    "comparable": bool(ra["comparable"]) and bool(rb["comparable"]),
+                    "judge": _judge(ra, rb, model_a, model_b)})
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+def _judge(ra, rb, model_a: str, model_b: str) -> str | None:
+    """Where either side was judged by a judge its controls found uninformative: each side's J."""
+    said = [f"{m}: {t}" for m, r in ((model_a, ra), (model_b, rb))
+            if (t := judge_j_text(r.get("uninformative_share"), r.get("judge_j")))]
+    return "; ".join(said) or None
 
 
 def _value(x) -> float | None:
@@ -220,9 +229,12 @@ FEW_SCORED = 30   # below this many scored items a row's bootstrap interval is r
 
 
 def difference_text(r) -> str:
-    """The difference, marked † when not comparable to the paper and ‡ when few items are scored."""
+    """The difference, marked † when not comparable to the paper and ‡ when few items are scored,
+    with each side's judge J where its judge is uninformative there."""
     few = min(r.n_scored_a, r.n_scored_b) < FEW_SCORED
-    return _signed(r.difference) + ("" if r.comparable else "†") + ("‡" if few else "")
+    judge = getattr(r, "judge", None)
+    return (_signed(r.difference) + ("" if r.comparable else "†") + ("‡" if few else "")
+            + (f" ({judge})" if isinstance(judge, str) and judge else ""))
 
 
 def scored_text(r) -> str:

@@ -35,6 +35,16 @@ OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
 
 
+def judge_j_text(share: Any, j: Any) -> str | None:
+    """What every view shows for a paper-table row some of whose items were judged where the judge
+    cannot tell right from wrong (`uninformative_share`, `judge_j`): the measured J, and the share
+    of the row it weighs when that is not all of it; None for the others."""
+    if missing(share):
+        return None
+    measured = "J –" if missing(j) else f"J {float(j):.2f}"
+    return f"judge {measured}" if float(share) >= 1 else f"judge {measured} on {100 * float(share):.0f}%"
+
+
 def row_label(label: str, metric: str | None) -> str:
     return f"{label} ({SHOWN_METRICS[metric]})" if metric in SHOWN_METRICS else label
 

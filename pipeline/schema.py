@@ -408,6 +408,10 @@ PAPER_TABLES = pa.schema([
                                      "judge did"),
     _noted("chance", pa.float64(), "chance level x100 (1/k options, nested like the score); null where an item "
                                    "has none"),
+    _noted("uninformative_share", pa.float64(), "of the row's scored items, the share judged where the judge's "
+                                                "known-answer controls do not show it tells right from wrong "
+                                                "(judge_validity); null where none"),
+    _noted("judge_j", pa.float64(), "the highest Youden's J of the judge on those items' tasks; null where none"),
 ])
 
 # The model rows the benchmarks' papers publish (each card's published.yaml), placed on the rows of

@@ -161,6 +161,17 @@ def uninformative_note(bad: np.ndarray, tasks: np.ndarray, j: np.ndarray, low: n
             "judge_validity)")
 
 
+def judge_weakness(bad: np.ndarray, j: np.ndarray, scored: np.ndarray) -> dict[str, float | None]:
+    """paper_tables' `uninformative_share` (of a row's scored items, those judged where the judge is
+    uninformative) and `judge_j` (the highest Youden's J among their tasks): None where none are."""
+    bad = bad & scored
+    if not bad.any():
+        return {"uninformative_share": None, "judge_j": None}
+    measured = j[bad]
+    top = float(np.nanmax(measured)) if np.isfinite(measured).any() else None
+    return {"uninformative_share": round(float(bad.sum()) / float(scored.sum()), 9), "judge_j": top}
+
+
 def judge_verdict(judged, demo, n_scored: int, n_units: int) -> tuple[bool, str | None]:
     """Whether a row the paper scores with its LLM judge stands beside the paper's number, and
     the note that says why not: `judged` and `demo` mark its paper-scored items (boolean arrays)."""

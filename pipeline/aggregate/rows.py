@@ -25,6 +25,7 @@ from pipeline.aggregate.coverage import (
     _groupable,
     card_notes,
     judge_verdict,
+    judge_weakness,
     left_out_notes,
     provenance,
     uninformative_note,
@@ -120,6 +121,8 @@ def _cell_rows(tables: CardTables, spec: TableSpec, cell: dict[str, Any], part: 
     # who scored and how the interval resamples: the items asked
     asked = part[part["not_asked"].isna()]
     scored_by, comparable, why = provenance(asked)
+    validity = validity_columns(asked)
+    head = head | judge_weakness(validity[0], validity[2], asked["score"].notna().to_numpy())
     clustered = clusters_note(asked, tables.cluster)
     covered_notes = left_out_notes(part) + card_notes(tables, part)
     mean_of = tuple(cell.get("mean_of", spec.mean_of))
@@ -388,11 +391,13 @@ class _Plan:
                 out += _cell_rows(tables, spec, cell, _group_units(part.iloc[pos]), weights, replicates, head)
                 continue
             scored_by, comparable, why = _provenance(part, run, fixed["asked"])
+            asked = fixed["asked"]
+            weak = judge_weakness(run.validity[0][asked], run.validity[2][asked], run.scored[asked])
             for metric_name, tree, chance in fixed["metrics"]:
                 result = _evaluate(tree, run, weights)
                 design = design_note(part.iloc[fixed["asked"]], tables.cluster, result.replicates) \
                     if fixed["clustered"] else None
-                out.append(_row(head, spec, metric_name, result, chance,
+                out.append(_row(head | weak, spec, metric_name, result, chance,
                                 [*fixed["covered_notes"], why, fixed["clustered"], design], scored_by, comparable,
                                 replicates))
         return out

@@ -16,6 +16,7 @@ from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
 from pipeline.reports import published as reference
 from pipeline.reports.text import KEY, grouped_notes, marks, no_scores, unscored
+from pipeline.rows import judge_j_text
 from pipeline.rows import missing as _missing
 from pipeline.rows import row_label as _row_label
 
@@ -41,7 +42,13 @@ def cell(r: Any) -> dict[str, Any]:
     """One model's number in a row: value, interval, n scored / asked, coverage."""
     ci = "" if _missing(r.ci_low) else f"[{_num(r.ci_low)}, {_num(r.ci_high)}]"
     coverage = "–" if _missing(r.coverage) else f"{100 * float(r.coverage):.0f}%"
-    return {"value": _num(r.score), "ci": ci, "n_scored": int(r.n_scored or 0), "n_items": int(r.n_items or 0),
+    share = getattr(r, "uninformative_share", None)
+    judge = judge_j_text(share, getattr(r, "judge_j", None))
+    value = _num(r.score)
+    if judge is not None and float(share) >= 1:   # a number the judge cannot stand behind: its J instead
+        value, ci = "", ""
+    return {"value": value, "judge": judge or "", "ci": ci, "n_scored": int(r.n_scored or 0),
+            "n_items": int(r.n_items or 0),
             "coverage": coverage, "capped": bool(r.capped), "marks": marks(r),
             "scored_by": getattr(r, "scored_by", None) or ""}
 

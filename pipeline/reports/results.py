@@ -248,6 +248,7 @@ def table_rows(rows: pd.DataFrame) -> dict[str, list[dict[str, Any]]]:
             "n_items": r.n_items, "n_scored": r.n_scored, "coverage": r.coverage, "capped": r.capped,
             "scored_by": getattr(r, "scored_by", None), "comparable": getattr(r, "comparable", None),
             "chance": getattr(r, "chance", None),
+            "uninformative_share": getattr(r, "uninformative_share", None), "judge_j": getattr(r, "judge_j", None),
             "notes": r.note})
     return out
 

@@ -12,12 +12,14 @@ from collections.abc import Iterable
 import pandas as pd
 
 from pipeline.reports import published as reference
-from pipeline.rows import missing, row_label
+from pipeline.rows import judge_j_text, missing, row_label
 from pipeline.texttable import table as text_table
 
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
        "† = not comparable to the paper (its LLM-judged items were scored by rules, the demo judge or a judge its "
-       "controls found uninformative, or it was asked by log-likelihood: see the note)")
+       "controls found uninformative, or it was asked by log-likelihood: see the note); judge J x = its items were "
+       "judged where the judge's known-answer controls measured Youden's J x, too low to tell right from wrong: "
+       "no score shown (`on N%`: that share of the row, the score shown)")
 NOT_COMPARABLE = "†"
 
 
@@ -30,10 +32,13 @@ def marks(row) -> str:
 def cell(row: pd.Series) -> str:
     covered = f"{int(row['n_scored'])}/{int(row['n_items'])}"
     mark = marks(row)
+    judge = judge_j_text(row.get("uninformative_share"), row.get("judge_j"))
+    if judge is not None and float(row["uninformative_share"]) >= 1:   # a number the judge cannot stand behind
+        return f"{judge}{mark} {covered}"
     if row["score"] is None or (isinstance(row["score"], float) and math.isnan(row["score"])):
         return f"-{mark} {covered}"
     interval = "" if missing(row["ci_low"]) else f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]"
-    return f"{row['score']:.1f}{mark}{interval} {covered}"
+    return f"{row['score']:.1f}{mark}{interval} {covered}" + (f" ({judge})" if judge else "")
 
 
 def unscored(part: pd.DataFrame) -> bool:
