@@ -19,7 +19,7 @@ import pandas as pd
 
 # The `paper_tables` columns a chart reads (whichever the frame has): the key of a cached chart.
 DRAWN_COLUMNS = ("model", "split", "setting", "variant", "capped", "row_label", "metric", "row_order", "score",
-                 "value", "ci_low", "ci_high", "n_items", "coverage")
+                 "value", "ci_low", "ci_high", "n_items", "coverage", "uninformative_share")
 # A cached chart not used for this long is removed when another is written.
 CACHE_DAYS = 30
 

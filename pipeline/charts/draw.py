@@ -22,12 +22,17 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
     coverage, and optionally metric, row_order, capped, split/setting/variant. A series (model x
     split x setting x variant) with no score in any row (e.g. withheld answers) is not drawn, only
     named below the axis; a drawn series' row without a score shows "no score" instead of a bar
-    (and when no series has a score, every series is drawn so). `colours`: model -> colour, the
+    (and when no series has a score, every series is drawn so), as does a row wholly judged where
+    its judge is uninformative (`uninformative_share` 1: the tables show its J). `colours`: model -> colour, the
     same for every chart of a report (`model_colours`); None: a series gets the colour of its place."""
     if fmt not in ("png", "svg"):
         raise ValueError(f"chart format must be 'png' or 'svg', not {fmt!r}")
     if frame.empty:
         raise ValueError("paper_table_chart: the frame has no rows")
+    if "uninformative_share" in frame:   # a row its judge cannot stand behind: no bar (as the tables show its J)
+        weak = pd.to_numeric(frame["uninformative_share"], errors="coerce").fillna(0) >= 1
+        if weak.any():
+            frame = frame.assign(**{c: frame[c].where(~weak) for c in ("score", "ci_low", "ci_high") if c in frame})
     frame, left_out = _chart_frame(frame)
     sort_keys = [c for c in ("row_order", "metric") if c in frame]
     rows = list(dict.fromkeys(frame.sort_values(sort_keys, kind="stable")["_row"] if sort_keys else frame["_row"]))

@@ -56,6 +56,15 @@ def test_labels_show_rows_models_n_and_coverage():
     assert "n=8, cov 50-100%" in texts
 
 
+def test_a_row_its_judge_cannot_stand_behind_gets_no_bar():
+    frame = table(["judged", "rules"], ["m"], score=lambda r, m: 100.0)
+    frame["uninformative_share"] = [1.0, None]
+    texts = svg_texts(charts.paper_table_chart(frame, "t", "svg"))
+    assert texts.count("no score") == 1   # the judged row; the rule-scored one keeps its bar
+    frame["uninformative_share"] = [0.5, None]   # partly: the bar stays, the tables say the share
+    assert "no score" not in svg_texts(charts.paper_table_chart(frame, "t", "svg"))
+
+
 def test_unscored_rows_say_so_and_metrics_are_named():
     frame = table(["done", "withheld"], ["m"], score=lambda r, m: None if r == 1 else 40.0)
     frame.loc[0, "metric"] = "corpus_bleu"
