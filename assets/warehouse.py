@@ -44,7 +44,11 @@ def warehouse(context: dg.AssetExecutionContext, warehouse_db: WarehouseResource
     result = publish(db_path, paths.lake_dir(), paths.SQL_DIR)
     counts = result.counts
     context.log.info(f"warehouse {db_path} ({result.mode}): {counts}")
-    yield dg.MaterializeResult(metadata={
+    for line in result.set_aside:
+        context.log.warning(line)
+    # shown in `wenheng run`'s line for this asset: a damaged history file is named, never silent
+    damaged = {"damaged history": "; ".join(result.set_aside)} if result.set_aside else {}
+    yield dg.MaterializeResult(metadata={**damaged,
         "path": dg.MetadataValue.path(str(db_path)), "tables": dg.MetadataValue.json(counts),
         # incremental: only the lake files that changed since the last publish were reloaded
         "mode": result.mode, "files reloaded": sum(len(keys) for keys in result.reloaded.values()),

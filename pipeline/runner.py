@@ -346,7 +346,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-_SHOWN = {"rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
+_SHOWN = {"damaged history", "rows", "items", "quarantined", "prompts", "cache_hits", "prompts_sent", "errors",
           "output_tokens_per_s", "scored", "item_mean_rule_score", "pairs", "judged", "judge_calls_sent", "unparseable",
           "files scanned", "files reused", "files quarantined", "MB", "contaminated", "too short"}
 

@@ -194,6 +194,9 @@ class Settings:
     stop_grace_s = Setting("WENHENG_STOP_GRACE_S", _number(0.0, 86400.0, "seconds from 0 to 86400, e.g. 10"), 10.0,
                            expected="seconds from 0 to 86400",
                            help="how long answers in flight are waited for after Ctrl-C or SIGTERM")
+    wait_for_runs_s = Setting("WENHENG_WAIT_FOR_RUNS_S", _number(0.0, 604800.0, "seconds from 0 to 604800, e.g. 3600"),
+                              3600.0, expected="seconds from 0 to 604800",
+                              help="how long `wenheng run` waits for runs launched elsewhere (the daemon, the UI)")
     scan_engine = Setting("WENHENG_SCAN_ENGINE", _choice(*SCAN_ENGINES), None, expected=" | ".join(SCAN_ENGINES),
                           default_text="each corpus's own `engine`",
                           help="overrides the contamination scan's engine (`wenheng contamination scan --engine`)")

@@ -217,13 +217,9 @@ def wait_for_runs(instance, log: Callable[[str], None], stopped: Callable[[], bo
     this plan must see, and running the same partition twice at once would only do it twice. At
     most `limit_s` (${WENHENG_WAIT_FOR_RUNS_S}, default an hour): then RunsInFlight, naming them."""
     if limit_s is None:
-        raw = os.environ.get(WAIT_ENV, "3600")
-        try:
-            limit_s = float(raw)
-        except ValueError:
-            from pipeline.errors import ConfigError
+        from pipeline.settings import settings
 
-            raise ConfigError(f"${WAIT_ENV}={raw!r}: expected a number of seconds") from None
+        limit_s = settings().wait_for_runs_s
     said, started = 0, time.monotonic()
     while not stopped():
         runs = in_flight(instance, exclude_pid=own_pid)

@@ -46,6 +46,7 @@ class PublishResult:
     mode: str                               # full | incremental
     reloaded: dict[str, list[Key]]          # table -> keys whose rows were replaced
     recorded: list[str]                     # history files written
+    set_aside: list[str]                    # one line per damaged history file moved aside
     seconds: dict[str, float]               # per phase: copy, load, history, sql, paper_tables,
                                             # paper_tables_clean, swap
 
@@ -72,7 +73,7 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
     mode = "incremental" if incremental else "full"
     try:
         now = dt.datetime.now(dt.UTC)
-        reloaded, recorded = _load(con, lake_dir, history_dir, incremental, now, clock)
+        reloaded, recorded, set_aside = _load(con, lake_dir, history_dir, incremental, now, clock)
         _derive(con, sql_dir, reloaded, incremental, clock)
         con.execute("DELETE FROM _build")
         con.execute("INSERT INTO _build VALUES (?, ?, ?)", [layout, now, mode])
@@ -88,24 +89,24 @@ def publish(db_path: Path, lake_dir: Path, sql_dir: Path, history_dir: Path | No
         con.close()
         files.discard(tmp)
         raise
-    return PublishResult(counts, mode, {t: k for t, k in reloaded.items() if k}, recorded, clock.seconds)
+    return PublishResult(counts, mode, {t: k for t, k in reloaded.items() if k}, recorded, set_aside, clock.seconds)
 
 
 def _load(con: duckdb.DuckDBPyConnection, lake_dir: Path, history_dir: Path, incremental: bool,
-          now: dt.datetime, clock: _Clock) -> tuple[dict[str, list[Key]], list[str]]:
+          now: dt.datetime, clock: _Clock) -> tuple[dict[str, list[Key]], list[str], list[str]]:
     """The lake's changed files, then the history as it is on disk and what this publish adds to
-    it: (table -> the keys reloaded, the history files written)."""
+    it: (table -> the keys reloaded, the history files written, the damaged ones set aside)."""
     if not incremental:
         load.create_bookkeeping(con)
     published = load.published(con)
     reloaded = load.load_lake(con, lake_dir, published, create=not incremental)
     clock.lap("load")
-    load.load_history(con, history_dir, published, reloaded, create=not incremental)
+    set_aside = load.load_history(con, history_dir, published, reloaded, create=not incremental)
     recorded = history.record(con, history_dir, _derived_scope(reloaded), bool(reloaded["corrections_audit"]), now)
     if recorded:
         load.load_history(con, history_dir, load.published(con), reloaded, create=False)
     clock.lap("history")
-    return reloaded, recorded
+    return reloaded, recorded, set_aside
 
 
 def _derive(con: duckdb.DuckDBPyConnection, sql_dir: Path, reloaded: dict[str, list[Key]], incremental: bool,

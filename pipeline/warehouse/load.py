@@ -130,16 +130,43 @@ def load_lake(con: duckdb.DuckDBPyConnection, lake_dir: Path, before: dict[str, 
     return reloaded
 
 
+SET_ASIDE = "_damaged"   # under the history folder: files that could not be read, moved out of the way
+
+
 def load_history(con: duckdb.DuckDBPyConnection, history_dir: Path, before: dict[str, dict[str, Part]],
-                 reloaded: dict[str, list[Key]], create: bool) -> None:
-    """History files never change once written: only new (or removed) ones are loaded."""
+                 reloaded: dict[str, list[Key]], create: bool) -> list[str]:
+    """History files never change once written: only new (or removed) ones are loaded, each read
+    whole first. One that cannot be read (damaged on disk) cannot be recomputed either: it is moved
+    to history/_damaged/ and the warehouse is built without it. Returns one line per such file."""
+    said = []
     for table, table_schema in schema.HISTORY_TABLES.items():
         if create:
             create_table(con, table, table_schema)
-        parts = [part(table, f, (("recording", f.stem),)) for f in history.files(history_dir, table)]
+        found = [part(table, f, (("recording", f.stem),)) for f in history.files(history_dir, table)]
+        parts = []
+        for p in found:
+            problem = None if before.get(table, {}).get(p.path) == p else _unreadable(Path(p.path))
+            if problem is None:
+                parts.append(p)
+                continue
+            aside = history_dir / SET_ASIDE / Path(p.path).relative_to(history_dir)
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            Path(p.path).replace(aside)
+            said.append(f"history file {p.path} is damaged ({problem}): moved to {aside}; the warehouse is built "
+                        f"without its {table} snapshot (recording {Path(p.path).stem})")
         keys = changed_keys(parts, before.get(table, {}))
         reload(con, table, table_schema, parts, keys, before.get(table, {}))
         reloaded[table] = sorted(set(reloaded.get(table, [])) | keys)
+    return said
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why a parquet file cannot be read whole (one line), or None."""
+    try:
+        pq.read_table(path)
+    except Exception as exc:  # noqa: BLE001 - Arrow's and the OS's errors alike: the file is not usable
+        return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+    return None
 
 
 def changed_keys(parts: list[Part], before: dict[str, Part]) -> set[Key]:
