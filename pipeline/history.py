@@ -42,9 +42,8 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from pipeline import schema
+from pipeline import lake_health, schema
 from pipeline.texttable import table as text_table
 
 # warehouse table -> schema (pipeline/schema.py): the lake table each records, with the history's columns
@@ -226,7 +225,8 @@ def _write(table: pa.Table, target_schema: pa.Schema, extra: dict, path: Path) -
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        pq.write_table(table, tmp)
+        with tmp.open("wb") as sink:   # with a digest: damage on disk is found before it is loaded
+            lake_health.write_table(table, sink)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

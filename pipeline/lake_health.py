@@ -53,9 +53,11 @@ def write_table(table: pa.Table, sink: BinaryIO) -> None:
         writer.add_key_value_metadata({DIGEST_KEY: f"{digesting.size} {digesting.sha.hexdigest()}"})
 
 
-def lake_damage(path: Path) -> str | None:
+def lake_damage(path: Path, whole: bool = False) -> str | None:
     """Why the lake file at `path` cannot be trusted, or None: its footer does not read, or its
-    bytes differ from the digest its writer put there (a file without one: the footer only)."""
+    bytes differ from the digest its writer put there (a file without one: the footer only, or,
+    with `whole`, every row read: a history file written before digests, which nothing can
+    recompute)."""
     import pyarrow.parquet as pq
 
     try:
@@ -64,6 +66,12 @@ def lake_damage(path: Path) -> str | None:
         return f"its footer does not read: {_one_line(exc)}"
     recorded = (meta.metadata or {}).get(DIGEST_KEY.encode())
     if recorded is None:
+        if not whole:
+            return None
+        try:
+            pq.read_table(path)
+        except Exception as exc:  # noqa: BLE001 - as above
+            return f"its rows do not read: {_one_line(exc)}"
         return None
     try:
         size_text, expected = recorded.decode().split(" ")

@@ -35,6 +35,12 @@ OPTION_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 SHOWN_METRICS = {"corpus_bleu": "BLEU", "corpus_chrf": "chrF", "micro_f1": "micro-F1"}
 
 
+def judge_hides_score(share: Any) -> bool:
+    """Whether a paper-table row was judged wholly where its judge cannot tell right from wrong
+    (`uninformative_share` 1): every view then shows the judge's J, not the score."""
+    return not missing(share) and float(share) >= 1
+
+
 def judge_j_text(share: Any, j: Any) -> str | None:
     """What every view shows for a paper-table row some of whose items were judged where the judge
     cannot tell right from wrong (`uninformative_share`, `judge_j`): the measured J, and the share
@@ -42,7 +48,7 @@ def judge_j_text(share: Any, j: Any) -> str | None:
     if missing(share):
         return None
     measured = "J –" if missing(j) else f"J {float(j):.2f}"
-    return f"judge {measured}" if float(share) >= 1 else f"judge {measured} on {100 * float(share):.0f}%"
+    return f"judge {measured}" if judge_hides_score(share) else f"judge {measured} on {100 * float(share):.0f}%"
 
 
 def row_label(label: str, metric: str | None) -> str:

@@ -12,6 +12,7 @@ from pipeline.charts.data import _chart_frame
 from pipeline.charts.png import _png_chart
 from pipeline.charts.svg import _svg_chart
 from pipeline.charts.text import fonts
+from pipeline.rows import judge_hides_score
 
 
 def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"] = "svg",
@@ -30,7 +31,7 @@ def paper_table_chart(frame: pd.DataFrame, title: str, fmt: Literal["png", "svg"
     if frame.empty:
         raise ValueError("paper_table_chart: the frame has no rows")
     if "uninformative_share" in frame:   # a row its judge cannot stand behind: no bar (as the tables show its J)
-        weak = pd.to_numeric(frame["uninformative_share"], errors="coerce").fillna(0) >= 1
+        weak = frame["uninformative_share"].map(judge_hides_score).astype(bool)
         if weak.any():
             frame = frame.assign(**{c: frame[c].where(~weak) for c in ("score", "ci_low", "ci_high") if c in frame})
     frame, left_out = _chart_frame(frame)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
@@ -87,8 +88,6 @@ def _line(text: str, name: str) -> None:
 
 
 def _reader_gone(stream) -> None:
-    import os
-
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, stream.fileno())   # what is still buffered, and every later write, goes nowhere

@@ -16,7 +16,7 @@ from pipeline.benchmarks import cards
 from pipeline.charts import paper_table_chart
 from pipeline.reports import published as reference
 from pipeline.reports.text import KEY, grouped_notes, marks, no_scores, unscored
-from pipeline.rows import judge_j_text
+from pipeline.rows import judge_hides_score, judge_j_text
 from pipeline.rows import missing as _missing
 from pipeline.rows import row_label as _row_label
 
@@ -45,7 +45,7 @@ def cell(r: Any) -> dict[str, Any]:
     share = getattr(r, "uninformative_share", None)
     judge = judge_j_text(share, getattr(r, "judge_j", None))
     value = _num(r.score)
-    if judge is not None and float(share) >= 1:   # a number the judge cannot stand behind: its J instead
+    if judge_hides_score(share):   # a number the judge cannot stand behind: its J instead
         value, ci = "", ""
     return {"value": value, "judge": judge or "", "ci": ci, "n_scored": int(r.n_scored or 0),
             "n_items": int(r.n_items or 0),

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from pipeline.reports import published as reference
-from pipeline.rows import judge_j_text, missing, row_label
+from pipeline.rows import judge_hides_score, judge_j_text, missing, row_label
 from pipeline.texttable import table as text_table
 
 KEY = ("score x100 [95% bootstrap interval] scored/items; * = the model's max_tokens cut the benchmark's budget; "
@@ -33,7 +33,7 @@ def cell(row: pd.Series) -> str:
     covered = f"{int(row['n_scored'])}/{int(row['n_items'])}"
     mark = marks(row)
     judge = judge_j_text(row.get("uninformative_share"), row.get("judge_j"))
-    if judge is not None and float(row["uninformative_share"]) >= 1:   # a number the judge cannot stand behind
+    if judge_hides_score(row.get("uninformative_share")):   # a number the judge cannot stand behind
         return f"{judge}{mark} {covered}"
     if row["score"] is None or (isinstance(row["score"], float) and math.isnan(row["score"])):
         return f"-{mark} {covered}"

@@ -13,7 +13,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline import history, schema
+from pipeline import history, lake_health, schema
 from pipeline.warehouse.sqltext import Key, literal, template, where
 
 # warehouse table -> (lake globs relative to the lake dir, schema used when no file exists yet).
@@ -130,43 +130,29 @@ def load_lake(con: duckdb.DuckDBPyConnection, lake_dir: Path, before: dict[str, 
     return reloaded
 
 
-SET_ASIDE = "_damaged"   # under the history folder: files that could not be read, moved out of the way
-
-
 def load_history(con: duckdb.DuckDBPyConnection, history_dir: Path, before: dict[str, dict[str, Part]],
                  reloaded: dict[str, list[Key]], create: bool) -> list[str]:
-    """History files never change once written: only new (or removed) ones are loaded, each read
-    whole first. One that cannot be read (damaged on disk) cannot be recomputed either: it is moved
-    to history/_damaged/ and the warehouse is built without it. Returns one line per such file."""
+    """History files never change once written: only new (or removed) ones are loaded, each
+    checked first (lake_health.lake_damage: its digest, or every row of an older file). One damaged
+    on disk cannot be recomputed either: it is set aside (`<name>.damaged`) and the warehouse is
+    built without it. Returns one line per such file."""
     said = []
     for table, table_schema in schema.HISTORY_TABLES.items():
         if create:
             create_table(con, table, table_schema)
-        found = [part(table, f, (("recording", f.stem),)) for f in history.files(history_dir, table)]
         parts = []
-        for p in found:
-            problem = None if before.get(table, {}).get(p.path) == p else _unreadable(Path(p.path))
-            if problem is None:
+        for p in (part(table, f, (("recording", f.stem),)) for f in history.files(history_dir, table)):
+            damage = None if before.get(table, {}).get(p.path) == p else lake_health.lake_damage(Path(p.path), True)
+            if damage is None:
                 parts.append(p)
                 continue
-            aside = history_dir / SET_ASIDE / Path(p.path).relative_to(history_dir)
-            aside.parent.mkdir(parents=True, exist_ok=True)
-            Path(p.path).replace(aside)
-            said.append(f"history file {p.path} is damaged ({problem}): moved to {aside}; the warehouse is built "
-                        f"without its {table} snapshot (recording {Path(p.path).stem})")
+            aside = lake_health.set_aside(Path(p.path))
+            said.append(f"history file {p.path} is damaged ({damage}): kept as {aside.name}; the warehouse is "
+                        f"built without its {table} snapshot (recording {Path(p.path).stem})")
         keys = changed_keys(parts, before.get(table, {}))
         reload(con, table, table_schema, parts, keys, before.get(table, {}))
         reloaded[table] = sorted(set(reloaded.get(table, [])) | keys)
     return said
-
-
-def _unreadable(path: Path) -> str | None:
-    """Why a parquet file cannot be read whole (one line), or None."""
-    try:
-        pq.read_table(path)
-    except Exception as exc:  # noqa: BLE001 - Arrow's and the OS's errors alike: the file is not usable
-        return " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
-    return None
 
 
 def changed_keys(parts: list[Part], before: dict[str, Part]) -> set[Key]:

@@ -109,12 +109,12 @@ def test_a_truncated_warehouse_is_set_aside_and_rebuilt(project):
 
 
 def test_a_damaged_history_file_is_named_set_aside_and_never_blocks_a_publish(project):
-    """History cannot be recomputed: the file is named in one line, moved to history/_damaged/,
-    and the warehouse is built without its snapshot; the next run publishes as usual."""
+    """History cannot be recomputed: the file is named in one line, kept as `<name>.damaged`, and
+    the warehouse is built without its snapshot; the next run publishes as usual."""
     from pipeline import history
 
     folder = history.default_dir(paths.lake_dir())
-    victim = sorted(f for f in folder.rglob("*.parquet") if "_damaged" not in f.parts)[0]
+    victim = sorted(folder.rglob("*.parquet"))[0]
     data = bytearray(victim.read_bytes())
     data[len(data) // 2:len(data) // 2 + 64] = os.urandom(64)   # 64 random bytes mid-file
     victim.write_bytes(bytes(data))
@@ -122,7 +122,7 @@ def test_a_damaged_history_file_is_named_set_aside_and_never_blocks_a_publish(pr
     assert run_pipeline(["aceval"], ["oracle"], log=lines.append, force=True).ok, lines
     said = [line for line in lines if "damaged history" in line]
     assert len(said) == 1 and str(victim) in said[0] and "the warehouse is built without" in said[0], lines
-    assert not victim.exists() and (folder / "_damaged" / victim.relative_to(folder)).is_file()
+    assert not victim.exists() and victim.with_name(victim.name + ".damaged").is_file()
     assert lake_health.warehouse_damage(paths.warehouse_file()) is None
     again, _ = _run()
     assert not any("damaged" in line for line in again), again
